@@ -1,0 +1,20 @@
+"""Actors and their runtime: mailboxes, bounded concurrency, failures as events.
+
+Knows ``streams``; knows nothing of the application above it.
+"""
+
+from ._actor import Actor, error_info
+from ._exceptions import ActorError, ActorStartError, MailboxFull
+from ._runtime import ActorContext, ActorRun, ActorStats, EdgeOperator
+
+__all__ = [
+    "Actor",
+    "ActorContext",
+    "ActorError",
+    "ActorRun",
+    "ActorStartError",
+    "ActorStats",
+    "EdgeOperator",
+    "MailboxFull",
+    "error_info",
+]

@@ -1,0 +1,73 @@
+"""The actor contract: what an actor declares and the hooks the runtime calls.
+
+An actor never calls another actor. It declares the event types it handles;
+the runtime feeds those to :meth:`Actor.on_receive` from a bounded mailbox and
+publishes what the handler returns (or emits) with ``actor`` and ``cause`` set.
+A handler that raises answers its request with :meth:`Actor.on_failure`'s
+event; the actor and the run go on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from streams import ActorFailed, ErrorInfo, Event
+
+if TYPE_CHECKING:
+    from ._runtime import ActorContext
+
+__all__ = ["Actor", "error_info"]
+
+
+class Actor:
+    """Base class of every actor (pykka-style hooks).
+
+    Class attributes (an instance may override them before the run starts):
+        name: the ``actor`` stamped on what it publishes; unique within a run.
+        handles: event ``type`` strings routed to this actor's mailbox.
+        concurrency: requests handled at once (workers sharing the mailbox).
+        mailbox_size: requests that may wait; a full mailbox answers the
+            request with a failure event instead of blocking the stream.
+        timeout_s: cap per request; the run's remaining time caps it further.
+    """
+
+    name: str = ""
+    handles: tuple[str, ...] = ()
+    concurrency: int = 1
+    mailbox_size: int = 1024
+    timeout_s: float | None = None
+
+    async def on_start(self, ctx: ActorContext) -> None:
+        """Called once before the first message (acquire resources here)."""
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        """Handle one request; return the events to publish (``cause`` defaults to ``msg``)."""
+        raise NotImplementedError
+
+    async def on_stop(self, ctx: ActorContext) -> None:
+        """Called once when the run ends (release resources here)."""
+
+    def on_failure(self, msg: Event, exc: BaseException) -> Event | None:
+        """The event that answers ``msg`` when its handler raised or timed out.
+
+        Override to answer with a domain failure (``search.failed``...); return
+        ``None`` to publish nothing.
+        """
+        return ActorFailed(request_type=msg.type, error=error_info(exc))
+
+    def describe(self) -> Mapping[str, Any]:
+        """Static facts for monitors (name, handled types, limits)."""
+        return {
+            "name": self.name,
+            "handles": list(self.handles),
+            "concurrency": self.concurrency,
+            "mailbox_size": self.mailbox_size,
+        }
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """Turn an exception into the ``ErrorInfo`` carried by failure events."""
+    retryable = bool(getattr(exc, "retryable", isinstance(exc, TimeoutError)))
+    message = str(exc) or type(exc).__name__
+    return ErrorInfo(kind=type(exc).__name__, message=message[:2000], retryable=retryable)

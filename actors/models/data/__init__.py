@@ -1,0 +1,1 @@
+"""Vendored model assets (see NOTICE.txt); a package so wheels ship its files."""

@@ -1,0 +1,269 @@
+"""Shared HTTP plumbing of the web adapters: one request, typed errors out.
+
+Every adapter differs in how it builds the request and reads the answer; they
+all share the deadline, the session lifetime, the body cap and the mapping of
+HTTP signalling (401/403, 402, 429 + Retry-After, 5xx, HTML instead of JSON,
+malformed JSON, wrong schema) to :mod:`._exceptions`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import aiohttp
+from pydantic import BaseModel, ValidationError
+from yarl import URL
+
+from streams import Hit
+
+from ._config import ProviderSettings
+from ._exceptions import (
+    ProviderAuthError,
+    ProviderBadResponse,
+    ProviderError,
+    ProviderNotConfigured,
+    ProviderQuotaError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+
+__all__ = ["HttpProvider", "HttpReply", "parse_retry_after"]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""A search API answer larger than this is not an answer (protects memory)."""
+
+USER_AGENT = "reactive-rag/0.1 (+https://github.com/reactive-rag)"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpReply:
+    """What an adapter needs of a response, read fully within the deadline."""
+
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    content_type: str
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date), else ``None``."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+class HttpProvider:
+    """Base of the aiohttp adapters.
+
+    Args:
+        settings: the tenant's settings for this provider (``base_url`` wins
+            over :attr:`default_base_url`, so tests point it at 127.0.0.1).
+        name: the name results and errors carry (defaults to :attr:`kind`).
+        session: a shared ``aiohttp.ClientSession``; without one the provider
+            opens its own on first use and closes it in :meth:`aclose`.
+        env: where ``api_key_env`` is looked up (defaults to ``os.environ``).
+
+    Raises:
+        ProviderNotConfigured: a required key or option is missing (checked
+            here, so nothing unconfigured ever reaches the network).
+    """
+
+    kind: ClassVar[str] = ""
+    default_base_url: ClassVar[str | None] = None
+    needs_api_key: ClassVar[bool] = True
+    required_options: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        settings: ProviderSettings | None = None,
+        *,
+        name: str | None = None,
+        session: aiohttp.ClientSession | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings or ProviderSettings(kind=self.kind)
+        self.name = name or self.kind
+        base = self.settings.base_url or self.default_base_url
+        if not base:
+            raise ProviderNotConfigured("no base_url configured", provider=self.name)
+        self.base_url = URL(base)
+        if self.base_url.scheme not in ("http", "https") or not self.base_url.host:
+            raise ProviderNotConfigured(f"base_url {base!r} is not an http(s) URL",
+                                        provider=self.name)
+        self.api_key = self.settings.resolve_api_key(self.name, env, required=self.needs_api_key)
+        missing = [o for o in self.required_options if not self.settings.options.get(o)]
+        if missing:
+            raise ProviderNotConfigured(f"missing option(s) {missing}", provider=self.name)
+        self._session = session
+        self._owns_session = session is None
+
+    # --- lifetime ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> HttpProvider:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the session if this provider opened it."""
+        if self._owns_session and self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers={"User-Agent": USER_AGENT},
+                cookie_jar=aiohttp.DummyCookieJar(),
+            )
+            self._owns_session = True
+        return self._session
+
+    # --- the protocol -------------------------------------------------------------------
+
+    async def search(self, query: str, k: int, deadline: float | None) -> Sequence[Hit]:
+        """Ask the API; typed :class:`ProviderError` on every failure."""
+        if not query.strip():
+            return []
+        if self.settings.max_results is not None:
+            k = min(k, self.settings.max_results)
+        k = max(1, k)
+        loop = asyncio.get_running_loop()
+        cap = loop.time() + self.settings.timeout_s
+        limit = cap if deadline is None else min(cap, deadline)
+        try:
+            async with asyncio.timeout_at(limit):
+                reply = await self._request(query, k)
+        except TimeoutError as exc:
+            raise ProviderTimeout("no answer before the deadline", provider=self.name) from exc
+        except aiohttp.ClientError as exc:
+            raise ProviderUnavailable(f"{type(exc).__name__}: {exc}", provider=self.name) from exc
+        self._raise_for_status(reply)
+        return self._parse(reply, query, k)[:k]
+
+    async def _request(self, query: str, k: int) -> HttpReply:
+        """Send the API request and read the reply (subclasses call :meth:`_fetch`)."""
+        raise NotImplementedError
+
+    def _parse(self, reply: HttpReply, query: str, k: int) -> list[Hit]:
+        """Turn a 2xx reply into hits; raise :class:`ProviderBadResponse` if it does not fit."""
+        raise NotImplementedError
+
+    async def _fetch(
+        self, method: str, url: URL, *, params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None, json_body: Any = None,
+        data: Mapping[str, str] | None = None,
+    ) -> HttpReply:
+        async with self._client().request(
+            method, url, params=params, headers=headers, json=json_body, data=data,
+            allow_redirects=True, max_redirects=3,
+        ) as resp:
+            declared = resp.content_length
+            if declared is not None and declared > MAX_BODY_BYTES:
+                raise ProviderBadResponse(f"answer of {declared} bytes is too large",
+                                          provider=self.name, status=resp.status)
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in resp.content.iter_chunked(65536):
+                size += len(chunk)
+                if size > MAX_BODY_BYTES:
+                    raise ProviderBadResponse("answer is too large", provider=self.name,
+                                              status=resp.status)
+                chunks.append(chunk)
+            return HttpReply(status=resp.status, headers=dict(resp.headers),
+                             body=b"".join(chunks), content_type=resp.content_type)
+
+    # --- error signalling ----------------------------------------------------------------
+
+    def _raise_for_status(self, reply: HttpReply) -> None:
+        """Map HTTP signalling to typed errors; adapters refine with :meth:`_classify`."""
+        if 200 <= reply.status < 300:
+            return
+        refined = self._classify(reply)
+        if refined is not None:
+            raise refined
+        raise self._generic_error(reply)
+
+    def _classify(self, reply: HttpReply) -> ProviderError | None:
+        """Adapter hook for API-specific codes (Tavily 432, Google ``reason``...)."""
+        return None
+
+    def _generic_error(self, reply: HttpReply) -> ProviderError:
+        status = reply.status
+        detail = _short(reply.text())
+        msg = f"HTTP {status}" + (f": {detail}" if detail else "")
+        if status in (401, 403):
+            return ProviderAuthError(msg, provider=self.name, status=status)
+        if status in (402, 432, 433):
+            return ProviderQuotaError(msg, provider=self.name, status=status)
+        if status == 429:
+            return ProviderRateLimited(msg, provider=self.name, status=status,
+                                       retry_after=parse_retry_after(reply.headers.get("Retry-After")))
+        if status >= 500:
+            return ProviderUnavailable(msg, provider=self.name, status=status)
+        return ProviderError(msg, provider=self.name, status=status)
+
+    # --- decoding -----------------------------------------------------------------------------
+
+    def _json(self, reply: HttpReply) -> Any:
+        """The body as JSON; HTML or broken JSON is a :class:`ProviderBadResponse`."""
+        head = reply.body.lstrip()[:64].lower()
+        if "html" in reply.content_type or head.startswith((b"<!doctype", b"<html", b"<")):
+            raise ProviderBadResponse("HTML instead of JSON (blocked, captcha or wrong URL?)",
+                                      provider=self.name, status=reply.status)
+        try:
+            return json.loads(reply.body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ProviderBadResponse(f"malformed JSON: {exc}", provider=self.name,
+                                      status=reply.status) from exc
+
+    def _validate(self, model: type[_M], data: Any) -> _M:
+        """``data`` checked against the API's documented schema."""
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            errors = exc.errors()
+            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+            what = errors[0]["msg"] if errors else str(exc)
+            raise ProviderBadResponse(
+                f"wrong schema at {where or 'root'}: {what}",
+                provider=self.name, status=200,
+            ) from exc
+
+    def _hit(self, **fields: Any) -> Hit | None:
+        """A :class:`Hit` from this provider, or ``None`` for a result without an http(s) URL."""
+        url = str(fields.get("url") or "")
+        if not url.lower().startswith(("http://", "https://")):
+            return None
+        fields["source"] = self.name
+        return Hit(**fields)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,111 @@
+"""The searcher actor: ``search.requested`` -> ``search.completed`` | ``search.failed``.
+
+It wraps a shared :class:`Searcher` (one per tenant, whose providers carry the
+circuit breakers) and owns what is per run or per session: the seen-URL set and
+the subscription that turns breaker changes into ``provider.health`` events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from streams import ErrorInfo, Event, ProviderHealth, SearchCompleted, SearchFailed, SearchRequested
+
+from .._actor import Actor, error_info
+from .._runtime import ActorContext
+from ..providers import AllProvidersFailed, HealthChange, ProviderNotConfigured
+from ._searcher import Searcher, SeenUrls
+
+__all__ = ["SearcherActor"]
+
+
+class SearcherActor(Actor):
+    """Fan-out search over the tenant's providers, within the run's budget.
+
+    Args:
+        searcher: the tenant's searcher (shared across runs).
+        seen: the session's seen URLs (a fresh set per actor by default).
+        deadline_margin_s: time kept back from the run's remaining budget so
+            the answer is published before the run's own deadline.
+        close_searcher: close the searcher's providers when the run ends (for
+            one-off runs that built their own searcher).
+    """
+
+    name = "searcher"
+    handles = ("search.requested",)
+    concurrency = 4
+
+    def __init__(
+        self,
+        searcher: Searcher,
+        *,
+        seen: SeenUrls | None = None,
+        deadline_margin_s: float = 0.05,
+        close_searcher: bool = False,
+    ) -> None:
+        self.searcher = searcher
+        self.seen = seen if seen is not None else SeenUrls()
+        self.deadline_margin_s = deadline_margin_s
+        self._close_searcher = close_searcher
+        self._listening: list[object] = []
+        self._ctx: ActorContext | None = None
+
+    @property
+    def seen_urls(self) -> frozenset[str]:
+        """URLs this session has been shown (normalised)."""
+        return self.seen.snapshot()
+
+    async def on_start(self, ctx: ActorContext) -> None:
+        self._ctx = ctx
+        for provider in self.searcher.providers.values():
+            add = getattr(provider, "add_listener", None)
+            if add is not None:
+                add(self._on_health)
+                self._listening.append(provider)
+
+    async def on_stop(self, ctx: ActorContext) -> None:
+        for provider in self._listening:
+            remove = getattr(provider, "remove_listener", None)
+            if remove is not None:
+                remove(self._on_health)
+        self._listening.clear()
+        self._ctx = None
+        if self._close_searcher:
+            await self.searcher.aclose()
+
+    def _on_health(self, change: HealthChange) -> None:
+        if self._ctx is not None:
+            self._ctx.emit(ProviderHealth(provider=change.provider, state=change.state,
+                                          detail=change.detail))
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        assert isinstance(msg, SearchRequested)
+        loop = asyncio.get_running_loop()
+        remaining = ctx.remaining()
+        deadline = None
+        if remaining is not None:
+            margin = min(self.deadline_margin_s, remaining * 0.1)
+            deadline = loop.time() + max(0.0, remaining - margin)
+        outcome = await self.searcher.search(
+            msg.query, k=msg.k, providers=msg.providers, deadline=deadline, seen=self.seen)
+        if outcome.failed:
+            if not outcome.errors:
+                error = error_info(ProviderNotConfigured("no search provider to ask"))
+            else:
+                error = error_info(AllProvidersFailed(outcome.errors))
+            return [SearchFailed(call_id=msg.call_id, query=msg.query, error=error)]
+        return [SearchCompleted(
+            call_id=msg.call_id, query=msg.query, hits=outcome.hits,
+            providers=outcome.providers,
+            errors=tuple(error_info(e) for e in outcome.errors),
+        )]
+
+    def on_failure(self, msg: Event, exc: BaseException) -> Event | None:
+        if isinstance(msg, SearchRequested):
+            info = error_info(exc)
+            if isinstance(exc, TimeoutError) and not str(exc):
+                info = ErrorInfo(kind="TimeoutError", retryable=True,
+                                 message="the search did not finish within the run's budget")
+            return SearchFailed(call_id=msg.call_id, query=msg.query, error=info)
+        return super().on_failure(msg, exc)

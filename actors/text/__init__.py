@@ -1,0 +1,28 @@
+"""Text utilities shared by the scraper, the searcher, the corpus index and the reranker:
+sentence-aware chunking, SimHash near-duplicate detection, URL normalisation and
+keyword helpers. Pure Python + numpy; no models.
+"""
+
+from ._chunking import TextChunk, chunk_text, split_sentences
+from ._keywords import STOPWORDS, content_terms, keyword_coverage, stem, tokenize
+from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, simhash64
+from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url
+
+__all__ = [
+    "STOPWORDS",
+    "TRACKING_PARAMS",
+    "TRACKING_PREFIXES",
+    "DedupResult",
+    "NearDuplicateIndex",
+    "TextChunk",
+    "chunk_text",
+    "content_terms",
+    "dedup_chunks",
+    "hamming",
+    "keyword_coverage",
+    "normalize_url",
+    "simhash64",
+    "split_sentences",
+    "stem",
+    "tokenize",
+]

@@ -1,0 +1,76 @@
+"""Tokenising, stopwords, stemming and the keyword-coverage signal.
+
+Coverage answers "does this passage mention what the query asks about?" — a
+cheap lexical check the reranker combines with dense similarity, which tends to
+match topic but miss the specific entity or term a query hinges on.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable
+
+import Stemmer
+
+__all__ = ["STOPWORDS", "content_terms", "keyword_coverage", "stem", "tokenize"]
+
+_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+
+_STOPWORDS_TEXT = """
+    a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do
+    does doesn't doing don't down during each few for from further had hadn't has hasn't
+    have haven't having he he'd he'll he's her here here's hers herself him himself his how
+    how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+    mustn't my myself no nor not of off on once only or other ought our ours ourselves out
+    over own same shan't she she'd she'll she's should shouldn't so some such than that
+    that's the their theirs them themselves then there there's these they they'd they'll
+    they're they've this those through to too under until up very was wasn't we we'd we'll
+    we're we've were weren't what what's when when's where where's which while who who's
+    whom why why's with won't would wouldn't you you'd you'll you're you've your yours
+    yourself yourselves also may might must shall will just s t does much many
+"""
+STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
+"""English function words (the classic Snowball/SMART core) ignored by coverage."""
+
+_local = threading.local()
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    # PyStemmer objects keep a per-instance cache and are not safe to share
+    # between threads, and callers run us in worker threads.
+    s: Stemmer.Stemmer | None = getattr(_local, "stemmer", None)
+    if s is None:
+        s = Stemmer.Stemmer("english")
+        _local.stemmer = s
+    return s
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased word tokens (letters and digits; inner apostrophes kept)."""
+    return [w.replace("\u2019", "'") for w in _WORD.findall(text.lower())]
+
+
+def stem(words: Iterable[str]) -> list[str]:
+    """English Snowball stems (``studies`` -> ``studi``), so inflections still match."""
+    out: list[str] = _stemmer().stemWords(list(words))
+    return out
+
+
+def content_terms(text: str) -> list[str]:
+    """Stems of the non-stopword tokens of ``text``, in order (duplicates kept)."""
+    return stem(w for w in tokenize(text) if w not in STOPWORDS)
+
+
+def keyword_coverage(query: str, text: str) -> float:
+    """Fraction of the query's distinct content stems that occur in ``text``.
+
+    Returns 0.0 when the query has no content words (nothing to cover), so the
+    signal never rewards a passage for an empty query.
+    """
+    wanted = set(content_terms(query))
+    if not wanted:
+        return 0.0
+    have = set(content_terms(text))
+    return len(wanted & have) / len(wanted)

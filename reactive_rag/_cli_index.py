@@ -1,0 +1,167 @@
+"""``reactive-rag index`` and ``reactive-rag search``: build and query local collections."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .index import (
+    STDLIB_COLLECTION,
+    CollectionNotFound,
+    CorpusError,
+    CorpusIndex,
+    IndexReport,
+    SearchFilter,
+    SyncMode,
+    chunk_url,
+    stdlib_documents,
+)
+
+__all__ = ["add_index_commands", "main"]
+
+
+def add_index_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register the ``index`` and ``search`` sub-commands on the main CLI parser."""
+    p = subparsers.add_parser(
+        "index", help="index a folder or file into a named collection",
+        description="Index txt/md/html(/pdf) files into a collection. Unchanged files are "
+        "not re-embedded; the new generation replaces the old one atomically. "
+        "PATH ':stdlib' indexes the Python standard library documentation.",
+    )
+    p.add_argument("path", metavar="PATH", help="folder or file (or ':stdlib')")
+    p.add_argument("--collection", "-c", required=True, help="collection name")
+    p.add_argument("--add", action="store_true",
+                   help="add/replace these documents, keep the others (default: sync)")
+    p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_cmd_index)
+
+    s = subparsers.add_parser("search", help="search a collection",
+                              description="Hybrid (BM25 + dense) search of a collection.")
+    s.add_argument("query", help="the search query")
+    s.add_argument("--collection", "-c", default=STDLIB_COLLECTION, help="collection name")
+    s.add_argument("-k", type=int, default=10, help="number of results (default 10)")
+    s.add_argument("--mode", choices=("hybrid", "bm25", "dense"), default="hybrid")
+    s.add_argument("--type", dest="doc_types", action="append", help="only this doc type")
+    s.add_argument("--tag", dest="tags", action="append", help="only documents with this tag")
+    s.add_argument("--since", help="only documents dated on/after (YYYY-MM-DD)")
+    s.add_argument("--until", help="only documents dated on/before (YYYY-MM-DD)")
+    s.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
+    s.add_argument("--json", action="store_true", help="print results as JSON")
+    s.set_defaults(func=_cmd_search)
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    index = CorpusIndex(args.root)
+    skipped: list[Path] = []
+    try:
+        with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), transient=True, disable=args.json) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def progress(done: int, total: int, stage: str) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            mode: SyncMode = "add" if args.add else "sync"
+            if args.path == ":stdlib":
+                report = index.index_documents(args.collection, stdlib_documents(),
+                                               mode=mode, progress=progress)
+            else:
+                report = index.index_path(args.collection, args.path, mode=mode,
+                                          progress=progress, skipped=skipped)
+    except (CorpusError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        index.close()
+    _print_report(report, skipped, as_json=args.json)
+    return 0
+
+
+def _print_report(report: IndexReport, skipped: list[Path], *, as_json: bool) -> None:
+    if as_json:
+        data = {k: getattr(report, k) for k in report.__dataclass_fields__}
+        data["skipped"] = [str(p) for p in skipped]
+        print(json.dumps(data))
+        return
+    print(
+        f"collection {report.collection!r} generation {report.generation}: "
+        f"{report.documents} documents, {report.chunks} chunks ({report.dense} dense search)\n"
+        f"  added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
+        f"removed {report.removed}; embedded {report.embedded_chunks} chunks "
+        f"in {report.seconds:.1f}s"
+    )
+    for p in skipped:
+        print(f"  skipped (unreadable or unsupported): {p}")
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    filters = None
+    try:
+        if args.doc_types or args.tags or args.since or args.until:
+            filters = SearchFilter(doc_types=args.doc_types, tags=args.tags,
+                                   date_from=args.since, date_to=args.until)
+        with CorpusIndex(args.root) as index:
+            t0 = time.perf_counter()
+            results = index.search(args.query, collection=args.collection, k=args.k,
+                                   mode=args.mode, filters=filters)
+            elapsed = time.perf_counter() - t0
+    except (CorpusError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if isinstance(exc, CollectionNotFound) and args.collection == STDLIB_COLLECTION:
+            print("hint: build it with `reactive-rag index :stdlib --collection stdlib`",
+                  file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([
+            {"rank": i + 1, "score": r.score, "bm25": r.bm25_score, "dense": r.dense_score,
+             "chunk_id": r.chunk.id, "doc_id": r.chunk.doc_id, "title": r.chunk.title,
+             "url": chunk_url(r.chunk), "text": r.chunk.text}
+            for i, r in enumerate(results)
+        ]))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{args.query!r} in {args.collection} ({elapsed * 1000:.0f} ms)",
+                  show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("source")
+    table.add_column("text")
+    for i, r in enumerate(results):
+        text = " ".join(r.chunk.text.split())
+        table.add_row(str(i + 1), f"{r.score:.3f}", f"{r.chunk.id}\n{chunk_url(r.chunk)}",
+                      text[:240] + ("…" if len(text) > 240 else ""))
+    Console().print(table)
+    if not results:
+        print("no results")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point for these two commands (the main CLI embeds them)."""
+    parser = argparse.ArgumentParser(prog="reactive-rag")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_index_commands(sub)
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

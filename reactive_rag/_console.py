@@ -1,0 +1,141 @@
+"""Live terminal view of a run's event stream (rich), one line per event."""
+
+from __future__ import annotations
+
+import textwrap
+
+from rich.console import Console
+from rich.text import Text
+
+from streams import (
+    ActorFailed,
+    AnswerDelta,
+    AnswerDrafted,
+    AnswerVerified,
+    BudgetExhausted,
+    BudgetTick,
+    Event,
+    EvidenceRegistered,
+    LoopDetected,
+    PageScraped,
+    PlanDecided,
+    ProviderHealth,
+    QueriesExpanded,
+    ReadCompleted,
+    ReadRequested,
+    RerankCompleted,
+    RunFallback,
+    RunFinished,
+    RunStarted,
+    ScrapeFailed,
+    ScrapeRequested,
+    SearchCompleted,
+    SearchFailed,
+    SearchRequested,
+    SubscriberDetached,
+    VerifyFailed,
+)
+
+__all__ = ["EventPrinter", "summarize"]
+
+_STYLE = {
+    "run": "bold cyan",
+    "plan": "magenta",
+    "queries": "magenta",
+    "search": "blue",
+    "scrape": "blue",
+    "read": "blue",
+    "rerank": "green",
+    "evidence": "green",
+    "answer": "bold yellow",
+    "verify": "red",
+    "budget": "dim",
+    "loop": "yellow",
+    "provider": "yellow",
+    "actor": "bold red",
+    "subscriber": "red",
+}
+
+
+def _short(text: str, width: int = 90) -> str:
+    return textwrap.shorten(" ".join(text.split()), width=width, placeholder="…")
+
+
+def summarize(event: Event) -> str:
+    """A one-line human summary of an event's payload."""
+    match event:
+        case RunStarted():
+            return f"{event.mode}: {_short(event.question)}"
+        case PlanDecided():
+            return f"{event.action} — {_short(event.reason, 70)}"
+        case QueriesExpanded():
+            return " | ".join(_short(q, 40) for q in event.queries)
+        case SearchRequested():
+            return f"“{_short(event.query, 60)}” k={event.k}"
+        case SearchCompleted():
+            return f"{len(event.hits)} hits for “{_short(event.query, 50)}”"
+        case SearchFailed() | ScrapeFailed():
+            return f"{event.error.kind}: {_short(event.error.message, 70)}"
+        case ScrapeRequested():
+            return event.url
+        case PageScraped():
+            return f"{len(event.chunks)} chunks from {event.url}"
+        case ReadRequested():
+            return f"{event.direction} of {event.chunk_id}"
+        case ReadCompleted():
+            return f"{len(event.chunks)} neighbour chunk(s) of {event.chunk_id}"
+        case RerankCompleted():
+            return f"kept {len(event.chunks)}, {event.below_floor} below the floor"
+        case EvidenceRegistered():
+            titles = ", ".join(sorted({c.title or c.doc_id for c in event.chunks}))
+            return f"{len(event.chunks)} chunk(s): {_short(titles, 70)}"
+        case AnswerDelta():
+            return _short(event.text, 80)
+        case AnswerDrafted() | AnswerVerified():
+            return f"{len(event.claims)} claim(s): {_short(event.text, 70)}"
+        case VerifyFailed():
+            return "; ".join(_short(e.reason, 40) for e in event.errors)
+        case BudgetTick():
+            return (f"steps {event.steps}/{event.max_steps or '∞'}  tools "
+                    f"{event.tool_calls}/{event.max_tool_calls or '∞'}  {event.elapsed_s:.1f}s")
+        case BudgetExhausted():
+            return f"{event.resource}: {event.used:g}/{event.limit:g}"
+        case LoopDetected():
+            return f"{event.kind}: {_short(event.detail, 70)}"
+        case ProviderHealth():
+            return f"{event.provider} is {event.state} {event.detail}"
+        case ActorFailed():
+            return f"{event.request_type}: {event.error.kind}: {_short(event.error.message, 60)}"
+        case SubscriberDetached():
+            return f"{event.subscriber}: {event.reason}"
+        case RunFallback():
+            return f"{event.from_mode} -> {event.to_mode}: {event.reason}"
+        case RunFinished():
+            return f"{event.outcome.upper()} {_short(event.reason, 70)}"
+    return ""
+
+
+class EventPrinter:
+    """Prints each event as ``seq  time  actor  type  summary`` (an async sink)."""
+
+    def __init__(self, console: Console | None = None, *, show_progress: bool = False) -> None:
+        self.console = console or Console(highlight=False)
+        self.show_progress = show_progress
+        self._t0: float | None = None
+
+    async def __call__(self, event: Event) -> None:
+        self.print(event)
+
+    def print(self, event: Event) -> None:
+        if isinstance(event, BudgetTick) and not self.show_progress:
+            return
+        if self._t0 is None:
+            self._t0 = event.ts
+        style = _STYLE.get(event.type.split(".", 1)[0], "")
+        line = Text()
+        line.append(f"{event.seq:>4} ", style="dim")
+        line.append(f"{event.ts - self._t0:7.3f}s ", style="dim")
+        line.append(f"{(event.actor or '-')[:10]:<10} ", style="italic")
+        line.append(f"{event.type:<22}", style=style)
+        line.append(summarize(event))
+        self.console.print(line, overflow="ellipsis", no_wrap=True)

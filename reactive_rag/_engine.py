@@ -1,0 +1,342 @@
+"""The public entry point: an :class:`Engine` that starts runs, and :func:`ask`.
+
+An engine holds what is expensive and shared (the corpus index and its
+embedder, the reranker, the searcher's providers); each run gets fresh actors
+with per-run state. A run is a task owned by the engine, not by whoever
+watches it: a subscriber (a terminal, a browser) can come and go, and the run
+goes on until it finishes, is cancelled, or its budget ends it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from actors import Actor, ActorRun, EdgeOperator
+from actors.models import Embedder
+from actors.rerank import Reranker, RerankerActor
+from actors.search import Searcher, SearcherActor
+from streams import Claim, Event, EvidenceChunk, EvidenceRegistered, Outcome, RunStarted, RunStream
+
+from ._reader import ReaderActor
+from .agent import (
+    ExtractiveWriter,
+    LoopGuard,
+    OfflinePlanner,
+    PlannerActor,
+    PlannerPolicy,
+    VerifierActor,
+    WriterActor,
+    WriterPolicy,
+    select_evidence,
+    verify,
+)
+from .index import (
+    STDLIB_COLLECTION,
+    CorpusIndex,
+    LocalCorpusProvider,
+    Progress,
+    search_text,
+    stdlib_documents,
+)
+from .run import Budget, RunConfigError, RunController, initial_state
+
+__all__ = ["Citation", "Engine", "RunHandle", "RunResult", "ask"]
+
+Mode = Literal["agent", "rag"]
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A verified claim with the passage its quote was found in."""
+
+    number: int
+    claim: Claim
+    chunk: EvidenceChunk | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended, with its answer, citations and the whole event log."""
+
+    run_id: str
+    outcome: Outcome
+    answer: str
+    reason: str
+    citations: tuple[Citation, ...]
+    evidence: Mapping[str, EvidenceChunk]
+    events: tuple[Event, ...]
+    elapsed_s: float
+
+    @property
+    def answered(self) -> bool:
+        return self.outcome in ("answered", "answered_from_evidence")
+
+    def count(self, event_type: str) -> int:
+        """How many events of one type the run produced (e.g. ``"search.requested"``)."""
+        return sum(1 for e in self.events if e.type == event_type)
+
+
+class RunHandle:
+    """A started run: its stream to watch, and ways to wait for or cancel it."""
+
+    def __init__(self, run_id: str, stream: RunStream) -> None:
+        self.run_id = run_id
+        self.stream = stream
+        self._run: ActorRun | None = None
+        self._task: asyncio.Task[RunResult] | None = None
+        self._cancel_reason: str | None = None
+
+    async def wait(self) -> RunResult:
+        """The result once the run has finished (cancelling the waiter leaves the run alone)."""
+        assert self._task is not None
+        return await asyncio.shield(self._task)
+
+    def cancel(self, reason: str = "cancelled by the user") -> bool:
+        """Ask the run to stop; a cancel before the run has started is kept, not lost."""
+        if self.stream.finished is not None:
+            return False
+        if self._run is None:
+            if self._cancel_reason is None:
+                self._cancel_reason = reason
+                return True
+            return False
+        return self._run.cancel(reason)
+
+    @property
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+
+PlannerFactory = Callable[[], PlannerPolicy]
+WriterFactory = Callable[[], WriterPolicy]
+
+
+class Engine:
+    """Starts runs over a corpus index (and, if configured, web search providers).
+
+    Args:
+        index: the corpus index (default: the on-disk default index).
+        planner: builds the planner policy for each run (default: offline).
+        writer: builds the writer policy for each run (default: extractive).
+        extra_providers: more search providers (web APIs) next to the local corpus.
+        embedder: model for reranking and loop detection (default: the index's).
+    """
+
+    def __init__(
+        self,
+        index: CorpusIndex | None = None,
+        *,
+        planner: PlannerFactory | None = None,
+        writer: WriterFactory | None = None,
+        extra_providers: Sequence[Any] = (),
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.index = index if index is not None else CorpusIndex()
+        self._embedder = embedder
+        self._reranker = reranker
+        self._planner = planner
+        self._writer = writer
+        self._extra_providers = list(extra_providers)
+        self._runs: dict[str, RunHandle] = {}
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self.index.embedder
+        assert self._embedder is not None
+        return self._embedder
+
+    @property
+    def reranker(self) -> Reranker:
+        if self._reranker is None:
+            # Embed a candidate exactly as the index did, so corpus chunks hit the
+            # embedding cache instead of going through the model again.
+            self._reranker = Reranker(self.embedder,
+                                      passage_text=lambda c: search_text(c.title, c.text))
+        return self._reranker
+
+    @property
+    def runs(self) -> Mapping[str, RunHandle]:
+        """Runs started by this engine that have not been forgotten."""
+        return dict(self._runs)
+
+    def ensure_stdlib_corpus(self, progress: Progress | None = None) -> bool:
+        """Build the default collection (standard-library docs) if it does not exist.
+
+        Returns True if it had to be built (embeddings are cached on disk, so a
+        rebuild after a wipe of the index re-uses them).
+        """
+        if self.index.exists(STDLIB_COLLECTION):
+            return False
+        self.index.index_documents(STDLIB_COLLECTION, stdlib_documents(), progress=progress)
+        return True
+
+    def start(
+        self,
+        question: str,
+        *,
+        mode: Mode = "agent",
+        collections: Sequence[str] = (STDLIB_COLLECTION,),
+        budget: Budget | Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        edges: Mapping[str, Sequence[EdgeOperator]] | None = None,
+    ) -> RunHandle:
+        """Start a run in the background and return its handle at once.
+
+        Raises:
+            RunConfigError: an empty question, unknown mode, bad budget or
+                unknown collection (nothing is started).
+        """
+        if not question.strip():
+            raise RunConfigError("the question is empty")
+        if mode not in ("agent", "rag"):
+            raise RunConfigError(f"mode must be 'agent' or 'rag', got {mode!r}")
+        try:
+            limits = budget if isinstance(budget, Budget) else Budget().with_overrides(
+                dict(budget or {}))
+        except (ValueError, TypeError) as exc:
+            raise RunConfigError(str(exc)) from exc
+        collections = tuple(collections)
+        missing = [c for c in collections if not self.index.exists(c)]
+        if missing or not collections:
+            known = ", ".join(self.index.collections()) or "none"
+            raise RunConfigError(f"unknown collection(s) {missing or '(none given)'}; "
+                                 f"indexed: {known}")
+        run_id = run_id or uuid.uuid4().hex[:12]
+        if run_id in self._runs:
+            raise RunConfigError(f"run id {run_id!r} is already in use")
+        stream = RunStream(run_id)
+        handle = RunHandle(run_id, stream)
+        actors = self._actors(question, mode, limits, collections)
+        handle._task = asyncio.get_running_loop().create_task(
+            self._drive(handle, actors, question, mode, limits, collections, edges),
+            name=f"run:{run_id}")
+        self._runs[run_id] = handle
+        return handle
+
+    async def ask(self, question: str, **options: Any) -> RunResult:
+        """Start a run and wait for its result."""
+        return await self.start(question, **options).wait()
+
+    def _actors(self, question: str, mode: Mode, budget: Budget,
+                collections: tuple[str, ...]) -> list[Actor]:
+        provider = LocalCorpusProvider(self.index, collections, name="local")
+        searcher = Searcher([provider, *self._extra_providers],
+                            provider_timeout_s=budget.tool_call_s)
+        searcher_actor = SearcherActor(searcher)
+        searcher_actor.timeout_s = budget.tool_call_s
+        reranker = RerankerActor(self.reranker)
+        reranker.timeout_s = budget.tool_call_s
+        planner = self._planner() if self._planner else OfflinePlanner()
+        writer = self._writer() if self._writer else ExtractiveWriter(self.embedder)
+        return [
+            RunController(initial_state(question, mode=mode, budget=budget,
+                                        collections=collections, selector=_select_evidence)),
+            PlannerActor(planner, loop_guard=LoopGuard(self.embedder),
+                         timeout_s=budget.model_call_s),
+            searcher_actor,
+            ReaderActor(self.index, collections),
+            reranker,
+            WriterActor(writer, timeout_s=budget.model_call_s),
+            VerifierActor(functools.partial(verify)),
+        ]
+
+    async def _drive(self, handle: RunHandle, actors: list[Actor], question: str, mode: Mode,
+                     budget: Budget, collections: tuple[str, ...],
+                     edges: Mapping[str, Sequence[EdgeOperator]] | None) -> RunResult:
+        t0 = time.perf_counter()
+        run = ActorRun(handle.stream, actors, edges=edges, deadline_s=budget.wall_s,
+                       grace_s=budget.finalize_s)
+        try:
+            async with run:
+                handle._run = run
+                run.publish(RunStarted(question=question, mode=mode, collections=collections,
+                                       options={"budget": _budget_dict(budget)}))
+                if handle._cancel_reason is not None:
+                    run.cancel(handle._cancel_reason)
+                await run.wait()
+        except Exception as exc:  # the run already ended as failed; keep the result
+            if handle.stream.finished is None:  # pragma: no cover - ActorRun always finishes
+                raise
+            del exc
+        return _result(handle.stream, time.perf_counter() - t0)
+
+    def forget(self, run_id: str) -> None:
+        """Drop a finished run from :attr:`runs` (its events stay in any store)."""
+        handle = self._runs.get(run_id)
+        if handle is not None and handle.done:
+            del self._runs[run_id]
+
+    async def aclose(self) -> None:
+        """Cancel runs still going, wait for them, and release the index."""
+        for handle in list(self._runs.values()):
+            handle.cancel("engine shutting down")
+        for handle in list(self._runs.values()):
+            if handle._task is not None:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await handle._task
+        self.index.close()
+
+
+def _select_evidence(question: str, evidence: Sequence[EvidenceChunk], queries: Sequence[str],
+                     k: int) -> Sequence[EvidenceChunk]:
+    return select_evidence(question, evidence, queries, k=k)
+
+
+def _budget_dict(budget: Budget) -> dict[str, Any]:
+    return {f: getattr(budget, f) for f in budget.__dataclass_fields__}
+
+
+def _result(stream: RunStream, elapsed: float) -> RunResult:
+    finished = stream.finished
+    assert finished is not None
+    events = tuple(stream.history())
+    evidence: dict[str, EvidenceChunk] = {}
+    for event in events:
+        if isinstance(event, EvidenceRegistered):
+            for chunk in event.chunks:
+                evidence.setdefault(chunk.id, chunk)
+    citations = tuple(Citation(i, claim, evidence.get(claim.source_id))
+                      for i, claim in enumerate(finished.claims, 1))
+    return RunResult(run_id=stream.run_id, outcome=finished.outcome, answer=finished.answer,
+                     reason=finished.reason, citations=citations, evidence=evidence,
+                     events=events, elapsed_s=elapsed)
+
+
+_default_engine: Engine | None = None
+
+
+async def ask(
+    question: str,
+    *,
+    mode: Mode = "agent",
+    collections: Sequence[str] = (STDLIB_COLLECTION,),
+    budget: Budget | Mapping[str, Any] | None = None,
+    engine: Engine | None = None,
+    on_start: Callable[[RunHandle], None] | None = None,
+) -> RunResult:
+    """Answer ``question`` from the corpus with verified citations.
+
+    ``on_start`` receives the run's handle before it begins, so a caller can
+    subscribe to ``handle.stream`` (live view, custom operators) or cancel it.
+    Uses a shared default engine (on-disk index, offline models) unless one is given.
+    """
+    global _default_engine
+    if engine is None:
+        if _default_engine is None:
+            _default_engine = Engine()
+        engine = _default_engine
+        if STDLIB_COLLECTION in collections:
+            await asyncio.to_thread(engine.ensure_stdlib_corpus)
+    handle = engine.start(question, mode=mode, collections=collections, budget=budget)
+    if on_start is not None:
+        on_start(handle)
+    return await handle.wait()

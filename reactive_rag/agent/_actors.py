@@ -1,0 +1,221 @@
+"""Host actors for the planner, writer and verifier policies.
+
+Each keeps its own view of the run, built from the stream (the question from
+``run.started``, the evidence registry from ``evidence.registered``), so the
+commands it receives stay small and every input is visible in the run's events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
+
+from actors import Actor, ActorContext
+from streams import (
+    AnswerDelta,
+    AnswerDrafted,
+    AnswerRequested,
+    AnswerVerified,
+    Claim,
+    ClaimError,
+    Event,
+    EvidenceChunk,
+    EvidenceRegistered,
+    LoopDetected,
+    PlanDecided,
+    PlanRequested,
+    ReadRequested,
+    RunStarted,
+    ToolCall,
+    VerifyFailed,
+)
+
+from ._policy import Decision, PlannerPolicy, PlannerView, QueryRecord, WriterPolicy
+
+__all__ = [
+    "LoopCheck",
+    "LoopVerdictLike",
+    "PlannerActor",
+    "VerificationLike",
+    "VerifierActor",
+    "VerifyFunction",
+    "WriterActor",
+    "render_answer",
+]
+
+
+class LoopVerdictLike(Protocol):
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class LoopCheck(Protocol):
+    """What the planner host needs from a semantic loop guard (see ``LoopGuard``)."""
+
+    def sync(self, records: Iterable[QueryRecord]) -> None:
+        """Learn the run's query log (what each search brought)."""
+        ...
+
+    def check(self, query: str) -> LoopVerdictLike:
+        """May ``query`` run? A refusal says why."""
+        ...
+
+    @property
+    def should_stop_searching(self) -> bool:
+        """True once the planner keeps proposing loops."""
+        ...
+
+
+class _RunView:
+    """Question and evidence registry of one run, built from the stream."""
+
+    def __init__(self) -> None:
+        self.question = ""
+        self.collections: tuple[str, ...] = ()
+        self.evidence: dict[str, EvidenceChunk] = {}
+
+    def absorb(self, msg: Event) -> bool:
+        """Update from a fact; True if the message was only a fact."""
+        if isinstance(msg, RunStarted):
+            self.question = msg.question
+            self.collections = msg.collections
+            return True
+        if isinstance(msg, EvidenceRegistered):
+            for chunk in msg.chunks:
+                self.evidence.setdefault(chunk.id, chunk)
+            return True
+        return False
+
+
+class PlannerActor(Actor):
+    """Asks a :class:`PlannerPolicy` for the next move and vets its queries for loops."""
+
+    name = "planner"
+    handles = ("run.started", "evidence.registered", "read.requested", "plan.requested")
+
+    def __init__(self, policy: PlannerPolicy, *, loop_guard: LoopCheck | None = None,
+                 timeout_s: float = 30.0) -> None:
+        self.policy = policy
+        self.loop_guard = loop_guard
+        self.timeout_s = timeout_s
+        self.view = _RunView()
+        self.reads: list[str] = []
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        if self.view.absorb(msg):
+            return None
+        if isinstance(msg, ReadRequested):
+            self.reads.append(msg.chunk_id)
+            return None
+        assert isinstance(msg, PlanRequested)
+        history = [QueryRecord(q.query, q.hits, q.new_evidence) for q in msg.queries]
+        view = PlannerView(
+            question=self.view.question, round=msg.round,
+            evidence=list(self.view.evidence.values()), queries=history,
+            feedback=msg.feedback, reads=tuple(self.reads),
+            remaining_steps=msg.remaining_steps, remaining_tool_calls=msg.remaining_tool_calls,
+            remaining_s=msg.remaining_s, collections=self.view.collections,
+        )
+        decision = await self.policy.decide(view)
+        out: list[Event] = []
+        calls = self._vet(decision, history, out)
+        if decision.action != "answer" and not calls:
+            reason = (decision.reason + "; " if decision.reason else "") + \
+                "every proposed query repeats earlier work; answering"
+            out.append(PlanDecided(action="answer", reason=reason, tokens=decision.tokens))
+            return out
+        out.append(PlanDecided(action=decision.action, calls=calls, reason=decision.reason,
+                               tokens=decision.tokens))
+        return out
+
+    def _vet(self, decision: Decision, history: Sequence[QueryRecord],
+             out: list[Event]) -> tuple[ToolCall, ...]:
+        guard = self.loop_guard
+        if guard is None:
+            return tuple(decision.calls)
+        guard.sync(history)
+        kept: list[ToolCall] = []
+        for call in decision.calls:
+            query = call.args.get("query")
+            if call.tool == "search" and isinstance(query, str):
+                verdict = guard.check(query)
+                if not verdict.ok:
+                    out.append(LoopDetected(kind="semantic", detail=verdict.reason, query=query))
+                    if guard.should_stop_searching:
+                        return ()
+                    continue
+            kept.append(call)
+        return tuple(kept)
+
+
+class WriterActor(Actor):
+    """Asks a :class:`WriterPolicy` for a draft from the selected evidence, streaming it."""
+
+    name = "writer"
+    handles = ("run.started", "evidence.registered", "answer.requested")
+
+    def __init__(self, policy: WriterPolicy, *, timeout_s: float = 30.0) -> None:
+        self.policy = policy
+        self.timeout_s = timeout_s
+        self.view = _RunView()
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        if self.view.absorb(msg):
+            return None
+        assert isinstance(msg, AnswerRequested)
+        evidence = [self.view.evidence[i] for i in msg.evidence_ids if i in self.view.evidence]
+
+        def emit_delta(text: str, claim_index: int | None) -> None:
+            ctx.emit(AnswerDelta(text=text, claim_index=claim_index), msg)
+
+        draft = await self.policy.write(self.view.question, evidence, mode=msg.mode,
+                                        errors=msg.errors, emit_delta=emit_delta)
+        return [AnswerDrafted(text=draft.text, claims=tuple(draft.claims), attempt=msg.attempt,
+                              mode=msg.mode, tokens=draft.tokens)]
+
+
+class VerificationLike(Protocol):
+    """The verifier's verdict on a draft."""
+
+    @property
+    def kept(self) -> Sequence[Claim]: ...
+
+    @property
+    def errors(self) -> Sequence[ClaimError]: ...
+
+    @property
+    def passed(self) -> bool: ...
+
+
+VerifyFunction = Callable[[Sequence[Claim], Mapping[str, EvidenceChunk]], VerificationLike]
+
+
+class VerifierActor(Actor):
+    """Checks every claim of a draft against this run's evidence registry, in code."""
+
+    name = "verifier"
+    handles = ("evidence.registered", "answer.drafted")
+
+    def __init__(self, verify: VerifyFunction) -> None:
+        self.verify = verify
+        self.view = _RunView()
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        if self.view.absorb(msg):
+            return None
+        assert isinstance(msg, AnswerDrafted)
+        result = self.verify(msg.claims, self.view.evidence)
+        if result.passed:
+            kept = tuple(result.kept)
+            return [AnswerVerified(text=render_answer(kept), claims=kept,
+                                   dropped=len(msg.claims) - len(kept), attempt=msg.attempt)]
+        return [VerifyFailed(errors=tuple(result.errors), attempt=msg.attempt,
+                             kept=tuple(result.kept))]
+
+
+def render_answer(claims: Sequence[Claim]) -> str:
+    """The answer text from verified claims, with numbered citations."""
+    return " ".join(f"{c.statement.strip()} [{i}]" for i, c in enumerate(claims, 1))

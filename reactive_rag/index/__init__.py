@@ -1,0 +1,75 @@
+"""Corpus index: documents -> chunks (with neighbours) -> BM25 + vectors -> hybrid search.
+
+Collections live on disk in generations that switch atomically, so a re-index
+never disturbs a running search; unchanged documents are never re-embedded.
+"""
+
+from ._builder import ChunkingConfig, IndexReport, Progress, SyncMode, search_text
+from ._collection import (
+    Chunk,
+    Collection,
+    Direction,
+    EmbedderLike,
+    SearchMode,
+    SearchResult,
+    chunk_id,
+    split_chunk_id,
+)
+from ._dense import DEFAULT_EXACT_THRESHOLD, DenseStore
+from ._documents import SUPPORTED_SUFFIXES, Document, load_file, load_folder
+from ._exceptions import (
+    ChunkNotFound,
+    CollectionNotFound,
+    CorpusError,
+    DocumentLoadError,
+    EmbedderMismatch,
+    IndexCorrupt,
+)
+from ._filters import SearchFilter
+from ._fusion import DEFAULT_ALPHA, DEFAULT_FUSION, RRF_K, Fusion, fuse
+from ._index import CorpusIndex, default_embedder
+from ._layout import default_root
+from ._provider import LocalCorpusProvider, chunk_url
+from ._stdlib_corpus import DEFAULT_STDLIB_MODULES, STDLIB_COLLECTION, stdlib_documents
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_EXACT_THRESHOLD",
+    "DEFAULT_FUSION",
+    "DEFAULT_STDLIB_MODULES",
+    "RRF_K",
+    "STDLIB_COLLECTION",
+    "SUPPORTED_SUFFIXES",
+    "Chunk",
+    "ChunkNotFound",
+    "ChunkingConfig",
+    "Collection",
+    "CollectionNotFound",
+    "CorpusError",
+    "CorpusIndex",
+    "DenseStore",
+    "Direction",
+    "Document",
+    "DocumentLoadError",
+    "EmbedderLike",
+    "EmbedderMismatch",
+    "Fusion",
+    "IndexCorrupt",
+    "IndexReport",
+    "LocalCorpusProvider",
+    "Progress",
+    "SearchFilter",
+    "SearchMode",
+    "SearchResult",
+    "SyncMode",
+    "chunk_id",
+    "chunk_url",
+    "default_embedder",
+    "default_root",
+    "fuse",
+    "load_file",
+    "load_folder",
+    "search_text",
+    "split_chunk_id",
+    "stdlib_documents",
+]

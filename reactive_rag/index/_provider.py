@@ -1,0 +1,121 @@
+"""The local corpus as a search provider, like any web API."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from urllib.parse import quote
+
+from actors.providers import (
+    ProviderError,
+    ProviderNotConfigured,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
+from actors.providers._protocol import time_left
+from streams import Hit
+
+from ._collection import Chunk, Direction, SearchMode, SearchResult
+from ._exceptions import CollectionNotFound, CorpusError
+from ._filters import SearchFilter
+from ._index import CorpusIndex
+
+__all__ = ["LocalCorpusProvider", "chunk_url"]
+
+_SNIPPET_CHARS = 300
+
+
+def chunk_url(chunk: Chunk) -> str:
+    """The document's own URL, else a stable ``corpus://COLLECTION/DOC_ID`` address."""
+    return chunk.url or f"corpus://{chunk.collection}/{quote(chunk.doc_id, safe='/')}"
+
+
+def _hit(result: SearchResult) -> Hit:
+    c = result.chunk
+    snippet = c.text if len(c.text) <= _SNIPPET_CHARS else c.text[:_SNIPPET_CHARS].rstrip() + "…"
+    return Hit(
+        url=chunk_url(c), title=c.title, snippet=snippet, content=c.text,
+        source=f"local:{c.collection}", published_at=c.date, score=result.score,
+        doc_id=c.doc_id, chunk_id=c.id,
+    )
+
+
+class LocalCorpusProvider:
+    """Hybrid search over one or more collections of a :class:`CorpusIndex`.
+
+    Model and index work runs in ``asyncio.to_thread`` so the event loop never
+    blocks. Results of several collections are merged by fused score.
+
+    Args:
+        index: The corpus index.
+        collections: Collection name(s) to search.
+        name: Provider name in the registry and in events.
+        filters: Metadata filters applied to every search (``collections`` in it
+            narrows ``collections`` further).
+        mode: "hybrid" (default), "bm25" or "dense".
+    """
+
+    def __init__(
+        self,
+        index: CorpusIndex,
+        collections: str | Sequence[str],
+        *,
+        name: str = "local",
+        filters: SearchFilter | None = None,
+        mode: SearchMode = "hybrid",
+    ) -> None:
+        self.index = index
+        self.collections = [collections] if isinstance(collections, str) else list(collections)
+        if not self.collections:
+            raise ValueError("LocalCorpusProvider needs at least one collection")
+        self.name = name
+        self.filters = filters
+        self.mode: SearchMode = mode
+
+    def _search_sync(self, query: str, k: int) -> list[Hit]:
+        results: list[SearchResult] = []
+        for coll in self.collections:
+            if self.filters is not None and not self.filters.allows_collection(coll):
+                continue
+            results.extend(self.index.search(query, collection=coll, k=k, mode=self.mode,
+                                             filters=self.filters))
+        results.sort(key=lambda r: r.score, reverse=True)
+        return [_hit(r) for r in results[:k]]
+
+    def _translate(self, exc: CorpusError) -> ProviderError:
+        if isinstance(exc, CollectionNotFound):
+            return ProviderNotConfigured(str(exc), provider=self.name)
+        return ProviderUnavailable(str(exc), provider=self.name)
+
+    async def search(self, query: str, k: int, deadline: float | None) -> Sequence[Hit]:
+        """Up to ``k`` chunks as hits, best first (``doc_id`` and ``chunk_id`` set).
+
+        Raises:
+            ProviderTimeout: the deadline passed first.
+            ProviderNotConfigured: a collection does not exist.
+            ProviderUnavailable: the index is corrupt or the embedder does not match.
+        """
+        if k <= 0 or not query.strip():
+            return []
+        left = time_left(deadline)
+        if left is not None and left <= 0:
+            raise ProviderTimeout("deadline already passed", provider=self.name)
+        try:
+            async with asyncio.timeout(left):
+                return await asyncio.to_thread(self._search_sync, query, k)
+        except TimeoutError as exc:
+            raise ProviderTimeout(f"no result within {left:.3f}s", provider=self.name) from exc
+        except CorpusError as exc:
+            raise self._translate(exc) from exc
+
+    async def read(self, chunk_id: str, direction: Direction = "next", count: int = 1,
+                   *, collection: str | None = None) -> list[Chunk]:
+        """The chunks after/before ``chunk_id`` (the agent's "read on"), off the event loop."""
+        coll = collection or self.collections[0]
+        try:
+            return await asyncio.to_thread(self.index.neighbours, chunk_id, direction, count,
+                                           collection=coll)
+        except CorpusError as exc:
+            if isinstance(exc, CollectionNotFound):
+                raise self._translate(exc) from exc
+            raise

@@ -1,0 +1,82 @@
+"""Durable runs: the run store protocol, the SQLite and Redis stores, and the recorder.
+
+A :class:`Recorder` subscribes to a run's stream and writes every event, in
+order, to a :class:`RunStore`; readers replay a stored run or attach to a live
+one from any ``seq`` with no gap and no duplicate.
+
+:class:`RedisRunStore` is imported on first use, so the ``redis`` package is
+only needed by those who use it.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from ._base import StoreBase
+from ._exceptions import (
+    AttachGap,
+    InvalidCursor,
+    RunAlreadyFinished,
+    RunExists,
+    RunNotFound,
+    SeqConflict,
+    StoreClosed,
+    StoreCorrupt,
+    StoreError,
+    StoreUnavailable,
+    TaskAlreadyFinished,
+    TaskExists,
+    TaskNotFound,
+)
+from ._protocol import (
+    BackgroundTask,
+    LiveSource,
+    RunMeta,
+    RunPage,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    TaskStatus,
+    TaskUpdate,
+)
+from ._recorder import Recorder, RecorderStats
+from ._sqlite import SqliteRunStore
+
+if TYPE_CHECKING:
+    from ._redis import RedisRunStore
+
+__all__ = [
+    "AttachGap",
+    "BackgroundTask",
+    "InvalidCursor",
+    "LiveSource",
+    "Recorder",
+    "RecorderStats",
+    "RedisRunStore",
+    "RunAlreadyFinished",
+    "RunExists",
+    "RunMeta",
+    "RunNotFound",
+    "RunPage",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "SeqConflict",
+    "SqliteRunStore",
+    "StoreBase",
+    "StoreClosed",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreUnavailable",
+    "TaskAlreadyFinished",
+    "TaskExists",
+    "TaskNotFound",
+    "TaskStatus",
+    "TaskUpdate",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RedisRunStore":
+        from ._redis import RedisRunStore
+
+        return RedisRunStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,100 @@
+"""Errors of the run store.
+
+Hierarchy::
+
+    StoreError
+    ├── RunNotFound(StoreError, LookupError)       missing id, or another tenant's id
+    ├── TaskNotFound(StoreError, LookupError)      missing background task id
+    ├── RunExists(StoreError, ValueError)          create_run with an id in use
+    ├── TaskExists(StoreError, ValueError)         create_task with an id in use
+    ├── RunAlreadyFinished(StoreError)             append to a finished/interrupted run
+    ├── TaskAlreadyFinished(StoreError)            update of a done/failed/cancelled task
+    ├── SeqConflict(StoreError, ValueError)        appended events leave a gap in ``seq``
+    ├── InvalidCursor(StoreError, ValueError)      a ``before`` page cursor we did not issue
+    ├── AttachGap(StoreError)                      a live attacher could not fill a gap in time
+    ├── StoreClosed(StoreError, RuntimeError)      used before open() or after close()
+    ├── StoreUnavailable(StoreError, ConnectionError)  backend unreachable (retryable)
+    └── StoreCorrupt(StoreError)                   integrity check failed, or a stored
+                                                   event no longer decodes
+
+``RunNotFound`` is deliberately the same for a missing id and for a run of
+another tenant, so an error never tells a caller that an id exists.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AttachGap",
+    "InvalidCursor",
+    "RunAlreadyFinished",
+    "RunExists",
+    "RunNotFound",
+    "SeqConflict",
+    "StoreClosed",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreUnavailable",
+    "TaskAlreadyFinished",
+    "TaskExists",
+    "TaskNotFound",
+]
+
+
+class StoreError(Exception):
+    """Base of every run-store error."""
+
+
+class RunNotFound(StoreError, LookupError):
+    """No such run for this caller (missing, or owned by another tenant)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id!r} not found")
+        self.run_id = run_id
+
+
+class TaskNotFound(StoreError, LookupError):
+    """No such background task for this caller."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"task {task_id!r} not found")
+        self.task_id = task_id
+
+
+class RunExists(StoreError, ValueError):
+    """A run with this id was already created."""
+
+
+class TaskExists(StoreError, ValueError):
+    """A background task with this id was already created."""
+
+
+class RunAlreadyFinished(StoreError):
+    """The run is finished or interrupted; its event log is closed."""
+
+
+class TaskAlreadyFinished(StoreError):
+    """The task reached a final status; it is never overwritten."""
+
+
+class SeqConflict(StoreError, ValueError):
+    """Appended events do not continue the stored ``seq`` without a gap."""
+
+
+class InvalidCursor(StoreError, ValueError):
+    """A page cursor that this store did not issue."""
+
+
+class AttachGap(StoreError):
+    """Events between the stored tail and the live stream never became available."""
+
+
+class StoreClosed(StoreError, RuntimeError):
+    """The store is not open."""
+
+
+class StoreUnavailable(StoreError, ConnectionError):
+    """The storage backend cannot be reached; retrying may help."""
+
+
+class StoreCorrupt(StoreError):
+    """Stored data failed a check or no longer decodes."""

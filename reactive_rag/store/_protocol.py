@@ -1,0 +1,249 @@
+"""The run-store contract: records, pages, background tasks and the ``RunStore`` protocol.
+
+A store keeps runs (who asked what, status, outcome) and every event of each
+run in ``seq`` order, so a run can be replayed after the fact or attached to
+while it is still going. The embedded SQLite store and the Redis store both
+implement :class:`RunStore`; the HTTP server and the CLI only see the protocol.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, Self, runtime_checkable
+
+from pydantic import JsonValue
+from reactivex import Observable
+
+from streams import Event, Outcome, RunStream
+
+__all__ = [
+    "BackgroundTask",
+    "LiveSource",
+    "RunMeta",
+    "RunPage",
+    "RunRecord",
+    "RunStatus",
+    "RunStore",
+    "TaskStatus",
+    "TaskUpdate",
+]
+
+RunStatus = Literal["running", "finished", "interrupted"]
+
+LiveSource = RunStream | Observable[Event]
+"""Where :meth:`RunStore.attach` takes live events from when the run is in this process."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunMeta:
+    """What a caller states when a run is created."""
+
+    run_id: str
+    tenant: str
+    question: str
+    mode: str = "agent"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """A stored run as readers see it (timestamps are Unix seconds)."""
+
+    run_id: str
+    tenant: str
+    question: str
+    mode: str
+    status: RunStatus
+    outcome: Outcome | None
+    created_at: float
+    updated_at: float
+    last_seq: int
+    cursor: str
+    """Opaque token: pass it as ``before`` to list the runs older than this one."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    """One page of a tenant's runs, newest first."""
+
+    runs: tuple[RunRecord, ...]
+    next_before: str | None
+    """Cursor for the next (older) page, ``None`` on the last page."""
+
+
+class TaskStatus(enum.StrEnum):
+    """Life of a background task; the last three are final and never overwritten."""
+
+    PENDING = "pending"  # created, not yet picked up (or picked up by a process that died)
+    RUNNING = "running"  # a runner is working on it and reports progress
+    DONE = "done"  # result stored
+    FAILED = "failed"  # error stored
+    CANCELLED = "cancelled"  # someone gave up on it
+
+    @property
+    def final(self) -> bool:
+        """True for statuses a task never leaves."""
+        return self in (TaskStatus.DONE, TaskStatus.FAILED, TaskStatus.CANCELLED)
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundTask:
+    """A persisted unit of background work (e.g. a whole-document summary).
+
+    Stored so that a restart can find unfinished tasks and run them again;
+    ``params`` must be enough to redo the work from scratch.
+    """
+
+    task_id: str
+    tenant: str
+    kind: str
+    run_id: str | None = None
+    doc_id: str | None = None
+    status: TaskStatus = TaskStatus.PENDING
+    progress: float = 0.0
+    params: dict[str, JsonValue] = field(default_factory=dict)
+    result: JsonValue = None
+    error: str | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskUpdate:
+    """A partial update of a task; ``None`` fields stay as they are."""
+
+    status: TaskStatus | None = None
+    progress: float | None = None
+    result: JsonValue = None
+    error: str | None = None
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Durable runs and their event logs.
+
+    Every method raises :class:`~reactive_rag.store.StoreClosed` before
+    :meth:`open` and after :meth:`close`, and
+    :class:`~reactive_rag.store.StoreUnavailable` when the backend is down.
+    A ``tenant`` argument of ``None`` means an operator (no tenant scope).
+    """
+
+    async def open(self) -> list[str]:
+        """Connect, create the schema, mark runs a crash left running as ``interrupted``.
+
+        Returns:
+            ids of the runs that were marked interrupted.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Release connections; idempotent."""
+        ...
+
+    async def __aenter__(self) -> Self:
+        """:meth:`open`, as a context manager."""
+        ...
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """:meth:`close`."""
+        ...
+
+    async def create_run(self, meta: RunMeta) -> RunRecord:
+        """Store a new run in status ``running``.
+
+        Raises:
+            RunExists: the id is taken.
+        """
+        ...
+
+    async def append(self, run_id: str, events: Sequence[Event]) -> int:
+        """Store events in one transaction and return the run's new ``last_seq``.
+
+        Events must continue the stored ``seq`` (``last_seq + 1``, ``+ 2``...);
+        events at or below ``last_seq`` are ignored, so re-sending a batch is
+        harmless. A ``run.finished`` event sets the run's status and outcome.
+
+        Raises:
+            RunNotFound, RunAlreadyFinished, SeqConflict.
+        """
+        ...
+
+    async def finish(self, run_id: str, outcome: Outcome) -> bool:
+        """Close a running run with ``outcome``; False if it was already closed."""
+        ...
+
+    async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord:
+        """One run, scoped to ``tenant``.
+
+        Raises:
+            RunNotFound: missing, or another tenant's.
+        """
+        ...
+
+    async def list_runs(
+        self, tenant: str, *, limit: int = 50, before: str | None = None
+    ) -> RunPage:
+        """A tenant's runs, newest first, ``limit`` per page.
+
+        Raises:
+            InvalidCursor: ``before`` is not a cursor this store issued.
+        """
+        ...
+
+    def events(
+        self, run_id: str, after_seq: int = 0, *, tenant: str | None = None
+    ) -> AsyncIterator[Event]:
+        """Replay the stored events with ``seq > after_seq`` (what is stored now).
+
+        An async generator: scope errors (``RunNotFound``) surface on the first
+        iteration. Close it early with ``contextlib.aclosing``.
+        """
+        ...
+
+    def attach(
+        self,
+        run_id: str,
+        after_seq: int = 0,
+        live: LiveSource | None = None,
+        *,
+        tenant: str | None = None,
+    ) -> AsyncIterator[Event]:
+        """Events with ``seq > after_seq``: the stored tail, then live ones, until the run ends.
+
+        ``live`` is the run's stream when it runs in this process; without it
+        the store itself is followed (another process may be writing). Ends
+        after ``run.finished`` (a crashed run ends with the ``run.finished``
+        of outcome ``interrupted`` that recovery stores). An async generator:
+        ``RunNotFound`` surfaces on the first iteration, and closing it early
+        (``contextlib.aclosing``) unsubscribes from ``live`` at once.
+
+        Raises:
+            AttachGap: events between the stored tail and the first live event
+                never became available (nothing records the run).
+        """
+        ...
+
+    async def mark_interrupted(self) -> list[str]:
+        """Mark this owner's ``running`` runs ``interrupted`` (outcome too); return their ids."""
+        ...
+
+    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
+        """Persist a new background task (timestamps are set by the store)."""
+        ...
+
+    async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
+        """Apply ``update`` and return the task.
+
+        Raises:
+            TaskNotFound, TaskAlreadyFinished.
+        """
+        ...
+
+    async def get_task(self, task_id: str, tenant: str | None = None) -> BackgroundTask:
+        """One task, scoped to ``tenant``; raises TaskNotFound."""
+        ...
+
+    async def list_unfinished_tasks(self) -> list[BackgroundTask]:
+        """Pending and running tasks, oldest first (what a restarted runner resumes)."""
+        ...

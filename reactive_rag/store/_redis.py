@@ -1,0 +1,516 @@
+"""A server-grade store on Redis Streams (``redis.asyncio``).
+
+Install ``redis`` with ``hiredis`` (``redis[hiredis]``): replaying and
+attaching parse many stream entries, and the C parser is several times faster.
+
+Why Redis rather than PostgreSQL: a run's event log *is* a stream, and Redis
+Streams give exactly what attach needs: entries keyed by their ``seq``
+(entry id ``0-<seq>``, so the server itself refuses a duplicate or an
+out-of-order seq), range reads for replay, and ``XREAD BLOCK`` so a reader in
+another process follows a live run without polling. Every multi-key change
+(append + status, finish, interrupt) is one Lua script, hence atomic. Run it
+with AOF on (``appendonly yes``) for durability across a server restart.
+
+Keys (under ``prefix``)::
+
+    run:<id>          hash: tenant, question, mode, status, outcome, owner,
+                      created_us, updated_us, last_seq
+    ev:<id>           stream: one entry per event, id 0-<seq>, one field d (msgpack)
+    tenant:<tenant>   sorted set (lexicographic): one page cursor per run
+    running:<owner>   set: ids of that owner's running runs
+    task:<id>         hash: a background task
+    tasks:unfinished  sorted set by creation time: pending/running task ids
+
+The scripts build the ``running:<owner>`` key themselves, so this layout is
+for a single Redis server (not Redis Cluster).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from streams import DecodeError, Event, Outcome, RunFinished, decode_msgpack, encode_msgpack
+
+from ._base import PAGE, StoreBase, check_batch, make_cursor, parse_cursor
+from ._exceptions import (
+    RunAlreadyFinished,
+    RunExists,
+    RunNotFound,
+    SeqConflict,
+    StoreCorrupt,
+    StoreError,
+    StoreUnavailable,
+    TaskAlreadyFinished,
+    TaskExists,
+    TaskNotFound,
+)
+from ._protocol import (
+    BackgroundTask,
+    RunMeta,
+    RunPage,
+    RunRecord,
+    RunStatus,
+    TaskStatus,
+    TaskUpdate,
+)
+from ._sqlite import INTERRUPTED_REASON
+
+__all__ = ["RedisRunStore"]
+
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'tenant', ARGV[1], 'question', ARGV[2], 'mode', ARGV[3],
+    'status', 'running', 'outcome', '', 'owner', ARGV[4], 'created_us', ARGV[5],
+    'updated_us', ARGV[5], 'last_seq', 0)
+redis.call('ZADD', KEYS[2], 0, ARGV[6])
+redis.call('SADD', KEYS[3], ARGV[7])
+return 1
+"""
+
+# KEYS: run hash, event stream. ARGV: prefix, run id, now_us, final status ('' = none),
+# outcome, then (seq, data) pairs. Returns {code, last_seq}:
+# 1 appended, 0 nothing new, -1 no run, -2 run closed, -3 seq gap.
+_APPEND = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return {-1, 0} end
+local last = tonumber(redis.call('HGET', KEYS[1], 'last_seq'))
+local first = nil
+for i = 6, #ARGV, 2 do
+  if tonumber(ARGV[i]) > last then first = i; break end
+end
+if not first then return {0, last} end
+if status ~= 'running' then return {-2, last} end
+if tonumber(ARGV[first]) ~= last + 1 then return {-3, last} end
+local seq = ARGV[first]
+for i = first, #ARGV, 2 do
+  seq = ARGV[i]
+  redis.call('XADD', KEYS[2], '0-' .. seq, 'd', ARGV[i + 1])
+end
+redis.call('HSET', KEYS[1], 'last_seq', seq, 'updated_us', ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'status', ARGV[4], 'outcome', ARGV[5])
+  local owner = redis.call('HGET', KEYS[1], 'owner')
+  redis.call('SREM', ARGV[1] .. 'running:' .. owner, ARGV[2])
+end
+return {1, tonumber(seq)}
+"""
+
+# KEYS: run hash. ARGV: prefix, run id, now_us, outcome. Returns 1, 0 (closed) or -1 (no run).
+_FINISH = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return -1 end
+if status ~= 'running' then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'finished', 'outcome', ARGV[4], 'updated_us', ARGV[3])
+local owner = redis.call('HGET', KEYS[1], 'owner')
+redis.call('SREM', ARGV[1] .. 'running:' .. owner, ARGV[2])
+return 1
+"""
+
+# KEYS: task hash, unfinished zset. ARGV: task id, now_us, unfinished ('1'/'0'),
+# then field/value pairs. Returns 1, or 0 when the id is taken.
+_CREATE_TASK = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[3] == '1' then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) end
+return 1
+"""
+
+# KEYS: task hash, unfinished zset. ARGV: task id, now_us, new status ('' = keep),
+# then field/value pairs. Returns 1, -1 (no task) or -2 (already final).
+_UPDATE_TASK = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return -1 end
+if status == 'done' or status == 'failed' or status == 'cancelled' then return -2 end
+for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('HSET', KEYS[1], 'updated_us', ARGV[2])
+local new = ARGV[3]
+if new ~= '' then
+  redis.call('HSET', KEYS[1], 'status', new)
+  if new == 'done' or new == 'failed' or new == 'cancelled' then
+    redis.call('ZREM', KEYS[2], ARGV[1])
+  end
+end
+return 1
+"""
+
+
+@contextlib.contextmanager
+def _translated() -> Iterator[None]:
+    try:
+        yield
+    except (RedisConnectionError, RedisTimeoutError) as exc:
+        raise StoreUnavailable(f"Redis: {exc}") from exc
+    except RedisError as exc:
+        raise StoreError(f"Redis: {exc}") from exc
+
+
+def _text(fields: dict[bytes, bytes], name: str) -> str:
+    return fields[name.encode()].decode()
+
+
+class RedisRunStore(StoreBase):
+    """Runs and events in Redis (hashes, streams, sorted sets).
+
+    Args:
+        url: ``redis://host:port/db``.
+        prefix: namespace of every key (lets tests and deployments share a server).
+        owner: see :class:`StoreBase`.
+        block_s: how long one ``XREAD BLOCK`` of a follower waits before re-checking.
+        max_connections: pool size for reads and writes.
+        max_followers: pool size for followers without a live stream (one
+            connection each while waiting; more followers queue for a turn).
+        **options: ``clock``, ``poll_interval_s``, ``gap_timeout_s``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        prefix: str = "rr:",
+        owner: str = "default",
+        block_s: float = 1.0,
+        max_connections: int = 32,
+        max_followers: int = 64,
+        **options: Any,
+    ) -> None:
+        super().__init__(owner=owner, **options)
+        self.url = url
+        self.prefix = prefix
+        self._block_ms = max(1, int(block_s * 1000))
+        self._max_connections = max_connections
+        self._max_followers = max_followers
+        self._client: aioredis.Redis | None = None
+        self._followers: Any = None  # aioredis.Redis; replies typed loosely as in _redis
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> list[str]:
+        """Connect (checking the server answers), then mark crashed runs interrupted."""
+        if self._is_open:
+            return []
+        # Two bounded pools that wait for a free connection rather than fail:
+        # followers park in XREAD BLOCK, so they get their own pool and can
+        # never starve the writers of connections.
+        client = aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
+            self.url, max_connections=self._max_connections, timeout=None))
+        followers = aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
+            self.url, max_connections=self._max_followers, timeout=None))
+        try:
+            with _translated():
+                await client.ping()
+        except BaseException:
+            await client.aclose()
+            await followers.aclose()
+            raise
+        self._client, self._followers = client, followers
+        self._create = client.register_script(_CREATE)
+        self._append = client.register_script(_APPEND)
+        self._finish = client.register_script(_FINISH)
+        self._update_task = client.register_script(_UPDATE_TASK)
+        self._create_task = client.register_script(_CREATE_TASK)
+        self._is_open = True
+        return await self.mark_interrupted()
+
+    async def close(self) -> None:
+        """Close the connection pool; idempotent."""
+        self._is_open = False
+        client, self._client = self._client, None
+        followers, self._followers = self._followers, None
+        if client is not None:
+            await client.aclose()
+        if followers is not None:
+            await followers.aclose()
+
+    @property
+    def _redis(self) -> Any:
+        """The client, typed loosely: replies are bytes here (``decode_responses=False``)."""
+        self._check_open()
+        assert self._client is not None
+        return self._client
+
+    def _run_key(self, run_id: str) -> str:
+        return f"{self.prefix}run:{run_id}"
+
+    def _ev_key(self, run_id: str) -> str:
+        return f"{self.prefix}ev:{run_id}"
+
+    def _task_key(self, task_id: str) -> str:
+        return f"{self.prefix}task:{task_id}"
+
+    # --- runs --------------------------------------------------------------------------------
+
+    async def create_run(self, meta: RunMeta) -> RunRecord:
+        """Store a new ``running`` run (raises RunExists if the id is taken)."""
+        if not meta.run_id or not meta.tenant:
+            raise ValueError("a run needs a non-empty run_id and tenant")
+        now = self._now_us()
+        cursor = make_cursor(now, meta.run_id)
+        self._check_open()
+        with _translated():
+            created = await self._create(
+                keys=[
+                    self._run_key(meta.run_id),
+                    f"{self.prefix}tenant:{meta.tenant}",
+                    f"{self.prefix}running:{self.owner}",
+                ],
+                args=[meta.tenant, meta.question, meta.mode, self.owner, now, cursor,
+                      meta.run_id],
+            )
+        if not created:
+            raise RunExists(f"run {meta.run_id!r} already exists")
+        return RunRecord(
+            run_id=meta.run_id, tenant=meta.tenant, question=meta.question, mode=meta.mode,
+            status="running", outcome=None, created_at=now / 1e6, updated_at=now / 1e6,
+            last_seq=0, cursor=cursor,
+        )
+
+    async def append(self, run_id: str, events: Sequence[Event]) -> int:
+        """Store events atomically (one script); see :meth:`RunStore.append`."""
+        check_batch(run_id, events)
+        tail = events[-1] if events else None
+        if isinstance(tail, RunFinished):
+            return await self._run_append(run_id, events, "finished", tail.outcome)
+        return await self._run_append(run_id, events, "", "")
+
+    async def _run_append(
+        self, run_id: str, events: Sequence[Event], status: str, outcome: str
+    ) -> int:
+        self._check_open()
+        if not events:
+            return (await self.get_run(run_id)).last_seq
+        args: list[Any] = [self.prefix, run_id, self._now_us(), status, outcome]
+        for event in events:
+            args.extend((event.seq, encode_msgpack(event)))
+        with _translated():
+            code, last = await self._append(
+                keys=[self._run_key(run_id), self._ev_key(run_id)], args=args
+            )
+        if code == -1:
+            raise RunNotFound(run_id)
+        if code == -2:
+            raise RunAlreadyFinished(f"run {run_id!r} is closed; cannot append")
+        if code == -3:
+            raise SeqConflict(
+                f"run {run_id!r} has events up to seq {last}; got seq {events[0].seq}.."
+            )
+        return int(last)
+
+    async def finish(self, run_id: str, outcome: Outcome) -> bool:
+        """Close a running run with ``outcome`` (no event); False if already closed."""
+        self._check_open()
+        with _translated():
+            code = await self._finish(
+                keys=[self._run_key(run_id)],
+                args=[self.prefix, run_id, self._now_us(), outcome],
+            )
+        if code == -1:
+            raise RunNotFound(run_id)
+        return bool(code == 1)
+
+    async def mark_interrupted(self) -> list[str]:
+        """Close this owner's ``running`` runs with a stored ``run.finished(interrupted)``."""
+        with _translated():
+            members = await self._redis.smembers(f"{self.prefix}running:{self.owner}")
+        marked = []
+        for raw in sorted(members):
+            run_id = raw.decode()
+            for _attempt in range(10):
+                record = await self.get_run(run_id)
+                if record.status != "running":
+                    break
+                terminal = RunFinished(
+                    outcome="interrupted", reason=INTERRUPTED_REASON, run_id=run_id,
+                    seq=record.last_seq + 1, ts=self._clock(), actor="store",
+                )
+                try:
+                    await self._run_append(run_id, [terminal], "interrupted", "interrupted")
+                except SeqConflict:
+                    continue  # a late write landed in between: try again on top of it
+                marked.append(run_id)
+                break
+        return marked
+
+    def _record(self, run_id: str, fields: dict[bytes, bytes]) -> RunRecord:
+        created_us = int(fields[b"created_us"])
+        outcome = _text(fields, "outcome") or None
+        return RunRecord(
+            run_id=run_id,
+            tenant=_text(fields, "tenant"),
+            question=_text(fields, "question"),
+            mode=_text(fields, "mode"),
+            status=cast(RunStatus, _text(fields, "status")),
+            outcome=cast(Outcome | None, outcome),
+            created_at=created_us / 1e6,
+            updated_at=int(fields[b"updated_us"]) / 1e6,
+            last_seq=int(fields[b"last_seq"]),
+            cursor=make_cursor(created_us, run_id),
+        )
+
+    async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord:
+        """One run, scoped to ``tenant`` (another tenant's id raises RunNotFound)."""
+        with _translated():
+            fields = await self._redis.hgetall(self._run_key(run_id))
+        if not fields or (tenant is not None and _text(fields, "tenant") != tenant):
+            raise RunNotFound(run_id)
+        return self._record(run_id, fields)
+
+    async def list_runs(
+        self, tenant: str, *, limit: int = 50, before: str | None = None
+    ) -> RunPage:
+        """A tenant's runs, newest first; ``before`` is a previous page's ``next_before``."""
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        if before is not None:
+            parse_cursor(before)
+        top = "+" if before is None else "(" + before
+        with _translated():
+            members = await self._redis.execute_command(
+                "ZRANGE", f"{self.prefix}tenant:{tenant}", top, "-", "BYLEX", "REV",
+                "LIMIT", 0, limit + 1,
+            )
+            ids = [parse_cursor(m.decode())[1] for m in members[:limit]]
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for run_id in ids:
+                    pipe.hgetall(self._run_key(run_id))
+                rows = await pipe.execute()
+        runs = tuple(
+            self._record(run_id, fields) for run_id, fields in zip(ids, rows, strict=True)
+            if fields
+        )
+        more = len(members) > limit
+        return RunPage(runs=runs, next_before=runs[-1].cursor if more and runs else None)
+
+    def _decode(self, run_id: str, entries: list[Any]) -> list[Event]:
+        events = []
+        for entry_id, fields in entries:
+            try:
+                events.append(decode_msgpack(fields[b"d"]))
+            except (DecodeError, KeyError) as exc:
+                raise StoreCorrupt(
+                    f"run {run_id!r} entry {entry_id!r} does not decode: {exc}"
+                ) from exc
+        return events
+
+    async def _fetch(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        with _translated():
+            entries = await self._redis.xrange(
+                self._ev_key(run_id), min=f"0-{after_seq + 1}", max="+", count=limit
+            )
+        return self._decode(run_id, entries)
+
+    async def _follow(self, run_id: str, after_seq: int) -> list[Event]:
+        self._check_open()
+        assert self._followers is not None
+        with _translated():
+            reply = await self._followers.xread(
+                {self._ev_key(run_id): f"0-{after_seq}"}, count=PAGE, block=self._block_ms
+            )
+        if not reply:
+            return []
+        _key, entries = reply[0]
+        return self._decode(run_id, entries)
+
+    async def _status(self, run_id: str) -> RunStatus:
+        with _translated():
+            status = await self._redis.hget(self._run_key(run_id), "status")
+        if status is None:
+            raise RunNotFound(run_id)
+        return cast(RunStatus, status.decode())
+
+    # --- background tasks ------------------------------------------------------------------------
+
+    def _task(self, task_id: str, fields: dict[bytes, bytes]) -> BackgroundTask:
+        def opt(name: str) -> str | None:
+            value = fields.get(name.encode(), b"")
+            return value.decode() if value else None
+
+        result = opt("result")
+        return BackgroundTask(
+            task_id=task_id,
+            tenant=_text(fields, "tenant"),
+            kind=_text(fields, "kind"),
+            run_id=opt("run_id"),
+            doc_id=opt("doc_id"),
+            status=TaskStatus(_text(fields, "status")),
+            progress=float(fields[b"progress"]),
+            params=json.loads(fields[b"params"]),
+            result=None if result is None else json.loads(result),
+            error=opt("error"),
+            created_at=int(fields[b"created_us"]) / 1e6,
+            updated_at=int(fields[b"updated_us"]) / 1e6,
+        )
+
+    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
+        """Persist a new task; ``created_at``/``updated_at`` are set here."""
+        if not task.task_id or not task.tenant or not task.kind:
+            raise ValueError("a task needs a non-empty task_id, tenant and kind")
+        now = self._now_us()
+        fields: list[Any] = [
+            "tenant", task.tenant, "kind", task.kind, "run_id", task.run_id or "",
+            "doc_id", task.doc_id or "", "status", task.status.value,
+            "progress", task.progress, "params", json.dumps(task.params),
+            "result", "" if task.result is None else json.dumps(task.result),
+            "error", task.error or "", "created_us", now, "updated_us", now,
+        ]
+        self._check_open()
+        with _translated():
+            created = await self._create_task(
+                keys=[self._task_key(task.task_id), f"{self.prefix}tasks:unfinished"],
+                args=[task.task_id, now, "0" if task.status.final else "1", *fields],
+            )
+        if not created:
+            raise TaskExists(f"task {task.task_id!r} already exists")
+        return await self.get_task(task.task_id)
+
+    async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
+        """Apply ``update``; a task in a final status raises TaskAlreadyFinished."""
+        if update.progress is not None and not 0.0 <= update.progress <= 1.0:
+            raise ValueError("progress must be within [0, 1]")
+        args: list[Any] = [
+            task_id, self._now_us(), "" if update.status is None else update.status.value
+        ]
+        if update.progress is not None:
+            args += ["progress", update.progress]
+        if update.result is not None:
+            args += ["result", json.dumps(update.result)]
+        if update.error is not None:
+            args += ["error", update.error]
+        self._check_open()
+        with _translated():
+            code = await self._update_task(
+                keys=[self._task_key(task_id), f"{self.prefix}tasks:unfinished"], args=args
+            )
+        if code == -1:
+            raise TaskNotFound(task_id)
+        if code == -2:
+            raise TaskAlreadyFinished(f"task {task_id!r} is already final")
+        return await self.get_task(task_id)
+
+    async def get_task(self, task_id: str, tenant: str | None = None) -> BackgroundTask:
+        """One task, scoped to ``tenant``."""
+        with _translated():
+            fields = await self._redis.hgetall(self._task_key(task_id))
+        if not fields or (tenant is not None and _text(fields, "tenant") != tenant):
+            raise TaskNotFound(task_id)
+        return self._task(task_id, fields)
+
+    async def list_unfinished_tasks(self) -> list[BackgroundTask]:
+        """Pending and running tasks, oldest first."""
+        with _translated():
+            ids = await self._redis.zrange(f"{self.prefix}tasks:unfinished", 0, -1)
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for raw in ids:
+                    pipe.hgetall(self._task_key(raw.decode()))
+                rows = await pipe.execute()
+        return [
+            self._task(raw.decode(), fields) for raw, fields in zip(ids, rows, strict=True)
+            if fields
+        ]

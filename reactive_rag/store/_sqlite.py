@@ -1,0 +1,576 @@
+"""The embedded default store: one SQLite file in WAL mode.
+
+Uses the stdlib ``sqlite3`` driver on two dedicated threads (one writer
+connection, one reader connection) rather than ``aiosqlite``: that is what
+aiosqlite does internally anyway, and owning the threads lets a whole append
+(check, insert, status update) run as one function inside one transaction
+with no event-loop round trips. WAL lets the reader replay and follow runs
+while the writer commits. ``synchronous=NORMAL`` keeps every committed
+transaction through a process crash (``kill -9``); pass ``synchronous="FULL"``
+to also survive a power loss, at the cost of an fsync per commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast
+
+from streams import DecodeError, Event, Outcome, RunFinished, decode_msgpack, encode_msgpack
+
+from ._base import StoreBase, check_batch, make_cursor, parse_cursor
+from ._exceptions import (
+    RunAlreadyFinished,
+    RunExists,
+    RunNotFound,
+    SeqConflict,
+    StoreClosed,
+    StoreCorrupt,
+    StoreError,
+    StoreUnavailable,
+    TaskAlreadyFinished,
+    TaskExists,
+    TaskNotFound,
+)
+from ._protocol import (
+    BackgroundTask,
+    RunMeta,
+    RunPage,
+    RunRecord,
+    RunStatus,
+    TaskStatus,
+    TaskUpdate,
+)
+
+__all__ = ["SqliteRunStore"]
+
+_T = TypeVar("_T")
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id     TEXT PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    question   TEXT NOT NULL,
+    mode       TEXT NOT NULL,
+    status     TEXT NOT NULL CHECK (status IN ('running', 'finished', 'interrupted')),
+    outcome    TEXT,
+    owner      TEXT NOT NULL,
+    created_us INTEGER NOT NULL,
+    updated_us INTEGER NOT NULL,
+    last_seq   INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS runs_by_tenant ON runs (tenant, created_us, run_id);
+CREATE INDEX IF NOT EXISTS runs_running ON runs (owner) WHERE status = 'running';
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+    seq    INTEGER NOT NULL,
+    type   TEXT NOT NULL,
+    data   BLOB NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id    TEXT PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    run_id     TEXT,
+    doc_id     TEXT,
+    status     TEXT NOT NULL,
+    progress   REAL NOT NULL,
+    params     TEXT NOT NULL,
+    result     TEXT,
+    error      TEXT,
+    created_us INTEGER NOT NULL,
+    updated_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (created_us)
+    WHERE status IN ('pending', 'running');
+"""
+
+_RUN_COLUMNS = (
+    "run_id, tenant, question, mode, status, outcome, created_us, updated_us, last_seq"
+)
+_TASK_COLUMNS = (
+    "task_id, tenant, kind, run_id, doc_id, status, progress, params, result, error,"
+    " created_us, updated_us"
+)
+INTERRUPTED_REASON = "the process writing this run ended before the run finished"
+
+
+def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
+    run_id, tenant, question, mode, status, outcome, created_us, updated_us, last_seq = row
+    return RunRecord(
+        run_id=run_id,
+        tenant=tenant,
+        question=question,
+        mode=mode,
+        status=cast(RunStatus, status),
+        outcome=cast(Outcome | None, outcome),
+        created_at=created_us / 1e6,
+        updated_at=updated_us / 1e6,
+        last_seq=last_seq,
+        cursor=make_cursor(created_us, run_id),
+    )
+
+
+def _task_from_row(row: tuple[Any, ...]) -> BackgroundTask:
+    (task_id, tenant, kind, run_id, doc_id, status, progress, params, result, error,
+     created_us, updated_us) = row
+    return BackgroundTask(
+        task_id=task_id,
+        tenant=tenant,
+        kind=kind,
+        run_id=run_id,
+        doc_id=doc_id,
+        status=TaskStatus(status),
+        progress=progress,
+        params=json.loads(params),
+        result=None if result is None else json.loads(result),
+        error=error,
+        created_at=created_us / 1e6,
+        updated_at=updated_us / 1e6,
+    )
+
+
+def _decode_rows(run_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:
+    events = []
+    for seq, data in rows:
+        try:
+            events.append(decode_msgpack(data))
+        except DecodeError as exc:
+            raise StoreCorrupt(f"run {run_id!r} event seq {seq} does not decode: {exc}") from exc
+    return events
+
+
+def _translate(exc: sqlite3.DatabaseError) -> StoreError:
+    """sqlite3's errors as ours: locked/unopenable is retryable, the rest is damage."""
+    if isinstance(exc, sqlite3.OperationalError):
+        return StoreUnavailable(f"SQLite: {exc}")
+    if isinstance(exc, sqlite3.IntegrityError):
+        return StoreError(f"SQLite constraint failed: {exc}")
+    return StoreCorrupt(f"SQLite: {exc}")
+
+
+class _Connection:
+    """One sqlite3 connection that lives on, and is only used from, its own thread."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._conn: sqlite3.Connection | None = None
+
+    async def call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._run, fn)
+
+    def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        if self._conn is None:
+            raise StoreClosed("the SQLite store is not open")
+        try:
+            return fn(self._conn)
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc) from exc
+
+    async def connect(self, opener: Callable[[], sqlite3.Connection]) -> None:
+        def do() -> None:
+            try:
+                self._conn = opener()
+            except sqlite3.DatabaseError as exc:
+                raise _translate(exc) from exc
+
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, do)
+
+    async def close(self) -> None:
+        def do() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.run_in_executor(self._executor, do)
+        finally:
+            self._executor.shutdown(wait=True)
+
+
+class SqliteRunStore(StoreBase):
+    """Runs and events in one SQLite file (WAL); the default store.
+
+    Args:
+        path: the database file (created with its folder if missing).
+        owner: see :class:`StoreBase`; one process per owner writes to a file.
+        synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
+        busy_timeout_s: how long a write waits for another process's lock.
+        **options: ``clock``, ``poll_interval_s``, ``gap_timeout_s``.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        owner: str = "default",
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        busy_timeout_s: float = 5.0,
+        **options: Any,
+    ) -> None:
+        super().__init__(owner=owner, **options)
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError("synchronous must be 'NORMAL' or 'FULL'")
+        self.path = Path(path)
+        self._synchronous = synchronous
+        self._busy_ms = int(busy_timeout_s * 1000)
+        self._writer: _Connection | None = None
+        self._reader: _Connection | None = None
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_ms / 1000)
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    async def open(self) -> list[str]:
+        """Open (creating the schema), then mark this owner's crashed runs interrupted."""
+        if self._is_open:
+            return []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        writer, reader = _Connection("rr-store-w"), _Connection("rr-store-r")
+        try:
+            await writer.connect(self._connect)
+            await writer.call(self._create_schema)
+            await reader.connect(self._connect)
+        except BaseException:
+            await writer.close()
+            await reader.close()
+            raise
+        self._writer, self._reader = writer, reader
+        self._is_open = True
+        return await self.mark_interrupted()
+
+    @staticmethod
+    def _create_schema(conn: sqlite3.Connection) -> None:
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store schema version {version} is newer than this code ({SCHEMA_VERSION})"
+            )
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    async def close(self) -> None:
+        """Close both connections; idempotent."""
+        self._is_open = False
+        writer, reader = self._writer, self._reader
+        self._writer = self._reader = None
+        if reader is not None:
+            await reader.close()
+        if writer is not None:
+            await writer.close()
+
+    async def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` result (``"ok"`` when healthy)."""
+
+        def do(conn: sqlite3.Connection) -> str:
+            rows = conn.execute("PRAGMA integrity_check").fetchall()
+            return "\n".join(str(row[0]) for row in rows)
+
+        return await self._read(do)
+
+    async def _write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        self._check_open()
+        assert self._writer is not None
+        return await self._writer.call(fn)
+
+    async def _read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        self._check_open()
+        assert self._reader is not None
+        return await self._reader.call(fn)
+
+    # --- runs --------------------------------------------------------------------------------
+
+    async def create_run(self, meta: RunMeta) -> RunRecord:
+        """Store a new ``running`` run (raises RunExists if the id is taken)."""
+        if not meta.run_id or not meta.tenant:
+            raise ValueError("a run needs a non-empty run_id and tenant")
+        now = self._now_us()
+
+        def do(conn: sqlite3.Connection) -> RunRecord:
+            try:
+                conn.execute(
+                    "INSERT INTO runs (run_id, tenant, question, mode, status, owner,"
+                    " created_us, updated_us) VALUES (?, ?, ?, ?, 'running', ?, ?, ?)",
+                    (meta.run_id, meta.tenant, meta.question, meta.mode, self.owner, now, now),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise RunExists(f"run {meta.run_id!r} already exists") from exc
+            return _run_from_row(
+                (meta.run_id, meta.tenant, meta.question, meta.mode, "running", None, now, now, 0)
+            )
+
+        return await self._write(do)
+
+    async def append(self, run_id: str, events: Sequence[Event]) -> int:
+        """Store events in one transaction; see :meth:`RunStore.append`."""
+        check_batch(run_id, events)
+        now = self._now_us()
+        batch = list(events)
+
+        def do(conn: sqlite3.Connection) -> int:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                last = self._append_locked(conn, run_id, batch, now)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return last
+
+        return await self._write(do)
+
+    @staticmethod
+    def _append_locked(
+        conn: sqlite3.Connection, run_id: str, batch: list[Event], now: int
+    ) -> int:
+        row = conn.execute(
+            "SELECT status, last_seq FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+        if row is None:
+            raise RunNotFound(run_id)
+        status, last = row
+        fresh = [event for event in batch if event.seq > last]
+        if not fresh:
+            return int(last)
+        if status != "running":
+            raise RunAlreadyFinished(f"run {run_id!r} is {status}; cannot append")
+        if fresh[0].seq != last + 1:
+            raise SeqConflict(
+                f"run {run_id!r} has events up to seq {last}; got seq {fresh[0].seq}"
+            )
+        conn.executemany(
+            "INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
+            [(run_id, event.seq, event.type, encode_msgpack(event)) for event in fresh],
+        )
+        tail = fresh[-1]
+        if isinstance(tail, RunFinished):
+            conn.execute(
+                "UPDATE runs SET last_seq = ?, updated_us = ?, status = 'finished', outcome = ?"
+                " WHERE run_id = ?",
+                (tail.seq, now, tail.outcome, run_id),
+            )
+        else:
+            conn.execute(
+                "UPDATE runs SET last_seq = ?, updated_us = ? WHERE run_id = ?",
+                (tail.seq, now, run_id),
+            )
+        return tail.seq
+
+    async def finish(self, run_id: str, outcome: Outcome) -> bool:
+        """Close a running run with ``outcome`` (no event); False if already closed."""
+        now = self._now_us()
+
+        def do(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE runs SET status = 'finished', outcome = ?, updated_us = ?"
+                " WHERE run_id = ? AND status = 'running'",
+                (outcome, now, run_id),
+            )
+            if cur.rowcount:
+                return True
+            if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise RunNotFound(run_id)
+            return False
+
+        return await self._write(do)
+
+    async def mark_interrupted(self) -> list[str]:
+        """Close this owner's ``running`` runs with a stored ``run.finished(interrupted)``."""
+        now = self._now_us()
+        clock = self._clock
+
+        def do(conn: sqlite3.Connection) -> list[str]:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                rows = conn.execute(
+                    "SELECT run_id, last_seq FROM runs WHERE status = 'running' AND owner = ?",
+                    (self.owner,),
+                ).fetchall()
+                for run_id, last in rows:
+                    terminal = RunFinished(
+                        outcome="interrupted",
+                        reason=INTERRUPTED_REASON,
+                        run_id=run_id,
+                        seq=last + 1,
+                        ts=clock(),
+                        actor="store",
+                    )
+                    conn.execute(
+                        "INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
+                        (run_id, terminal.seq, terminal.type, encode_msgpack(terminal)),
+                    )
+                    conn.execute(
+                        "UPDATE runs SET status = 'interrupted', outcome = 'interrupted',"
+                        " last_seq = ?, updated_us = ? WHERE run_id = ?",
+                        (terminal.seq, now, run_id),
+                    )
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return [str(run_id) for run_id, _ in rows]
+
+        return await self._write(do)
+
+    async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord:
+        """One run, scoped to ``tenant`` (another tenant's id raises RunNotFound)."""
+
+        def do(conn: sqlite3.Connection) -> RunRecord:
+            row = conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None or (tenant is not None and row[1] != tenant):
+                raise RunNotFound(run_id)
+            return _run_from_row(row)
+
+        return await self._read(do)
+
+    async def list_runs(
+        self, tenant: str, *, limit: int = 50, before: str | None = None
+    ) -> RunPage:
+        """A tenant's runs, newest first; ``before`` is a previous page's ``next_before``."""
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        bound = parse_cursor(before) if before is not None else None
+
+        def do(conn: sqlite3.Connection) -> RunPage:
+            if bound is None:
+                rows = conn.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant = ?"
+                    " ORDER BY created_us DESC, run_id DESC LIMIT ?",
+                    (tenant, limit + 1),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant = ?"
+                    " AND (created_us, run_id) < (?, ?)"
+                    " ORDER BY created_us DESC, run_id DESC LIMIT ?",
+                    (tenant, bound[0], bound[1], limit + 1),
+                ).fetchall()
+            runs = tuple(_run_from_row(row) for row in rows[:limit])
+            more = len(rows) > limit
+            return RunPage(runs=runs, next_before=runs[-1].cursor if more else None)
+
+        return await self._read(do)
+
+    async def _fetch(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
+        def do(conn: sqlite3.Connection) -> list[Event]:
+            rows = conn.execute(
+                "SELECT seq, data FROM events WHERE run_id = ? AND seq > ?"
+                " ORDER BY seq LIMIT ?",
+                (run_id, after_seq, limit),
+            ).fetchall()
+            return _decode_rows(run_id, rows)
+
+        return await self._read(do)
+
+    async def _status(self, run_id: str) -> RunStatus:
+        def do(conn: sqlite3.Connection) -> RunStatus:
+            row = conn.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFound(run_id)
+            return cast(RunStatus, row[0])
+
+        return await self._read(do)
+
+    # --- background tasks ------------------------------------------------------------------------
+
+    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
+        """Persist a new task; ``created_at``/``updated_at`` are set here."""
+        if not task.task_id or not task.tenant or not task.kind:
+            raise ValueError("a task needs a non-empty task_id, tenant and kind")
+        now = self._now_us()
+        params = json.dumps(task.params)
+        result = None if task.result is None else json.dumps(task.result)
+
+        def do(conn: sqlite3.Connection) -> BackgroundTask:
+            try:
+                conn.execute(
+                    f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (task.task_id, task.tenant, task.kind, task.run_id, task.doc_id,
+                     task.status.value, task.progress, params, result, task.error, now, now),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise TaskExists(f"task {task.task_id!r} already exists") from exc
+            row = conn.execute(
+                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task.task_id,)
+            ).fetchone()
+            return _task_from_row(row)
+
+        return await self._write(do)
+
+    async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
+        """Apply ``update``; a task in a final status raises TaskAlreadyFinished."""
+        if update.progress is not None and not 0.0 <= update.progress <= 1.0:
+            raise ValueError("progress must be within [0, 1]")
+        now = self._now_us()
+        result = None if update.result is None else json.dumps(update.result)
+
+        def do(conn: sqlite3.Connection) -> BackgroundTask:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                row = conn.execute(
+                    "SELECT status FROM tasks WHERE task_id = ?", (task_id,)
+                ).fetchone()
+                if row is None:
+                    raise TaskNotFound(task_id)
+                if TaskStatus(row[0]).final:
+                    raise TaskAlreadyFinished(f"task {task_id!r} is already {row[0]}")
+                conn.execute(
+                    "UPDATE tasks SET status = COALESCE(?, status),"
+                    " progress = COALESCE(?, progress), result = COALESCE(?, result),"
+                    " error = COALESCE(?, error), updated_us = ? WHERE task_id = ?",
+                    (None if update.status is None else update.status.value, update.progress,
+                     result, update.error, now, task_id),
+                )
+                row = conn.execute(
+                    f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
+                ).fetchone()
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return _task_from_row(row)
+
+        return await self._write(do)
+
+    async def get_task(self, task_id: str, tenant: str | None = None) -> BackgroundTask:
+        """One task, scoped to ``tenant``."""
+
+        def do(conn: sqlite3.Connection) -> BackgroundTask:
+            row = conn.execute(
+                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
+            ).fetchone()
+            if row is None or (tenant is not None and row[1] != tenant):
+                raise TaskNotFound(task_id)
+            return _task_from_row(row)
+
+        return await self._read(do)
+
+    async def list_unfinished_tasks(self) -> list[BackgroundTask]:
+        """Pending and running tasks, oldest first."""
+
+        def do(conn: sqlite3.Connection) -> list[BackgroundTask]:
+            rows = conn.execute(
+                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE status IN ('pending', 'running')"
+                " ORDER BY created_us, task_id"
+            ).fetchall()
+            return [_task_from_row(row) for row in rows]
+
+        return await self._read(do)

@@ -1,0 +1,562 @@
+"""Every message of a run, as one immutable value class per event type.
+
+Commands and facts are both events. Each class carries a ``type`` literal (the
+discriminator the codecs dispatch on), the common envelope (``run_id``, ``seq``,
+``ts``, ``actor``, ``cause``, ``v``) and its own payload. The stream stamps
+``run_id``/``seq``/``ts`` when an event is published; whoever builds an event
+fills only the payload (and ``actor``/``cause`` when it knows them).
+
+Third parties add event types with :func:`register_event`; the codecs then
+decode them like the built-in ones.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+__all__ = [
+    "EVENT_TYPES",
+    "ActorFailed",
+    "AnswerDelta",
+    "AnswerDrafted",
+    "AnswerRequested",
+    "AnswerVerified",
+    "BudgetExhausted",
+    "BudgetTick",
+    "Claim",
+    "ClaimError",
+    "ErrorInfo",
+    "Event",
+    "EvidenceChunk",
+    "EvidenceRegistered",
+    "Hit",
+    "LoopDetected",
+    "Outcome",
+    "PageScraped",
+    "PlanDecided",
+    "PlanRequested",
+    "Priority",
+    "ProviderHealth",
+    "QueriesExpanded",
+    "QueryStat",
+    "ReadCompleted",
+    "ReadFailed",
+    "ReadRequested",
+    "RerankCompleted",
+    "RerankFailed",
+    "RerankRequested",
+    "RunCancelRequested",
+    "RunFallback",
+    "RunFinished",
+    "RunStarted",
+    "ScrapeFailed",
+    "ScrapeRequested",
+    "SearchCompleted",
+    "SearchFailed",
+    "SearchRequested",
+    "SubscriberDetached",
+    "ToolCall",
+    "ToolRejected",
+    "VerifyFailed",
+    "register_event",
+]
+
+
+class Priority(enum.IntEnum):
+    """How a bounded buffer may treat an event when a subscriber falls behind."""
+
+    PROGRESS = 0  # may be coalesced or dropped (ticks, gauges)
+    NORMAL = 1  # delivered in order; a subscriber that cannot keep up is detached
+    ESSENTIAL = 2  # terminal, evidence and answer events: never dropped
+
+
+Outcome = Literal[
+    "answered",
+    "answered_from_evidence",
+    "no_evidence",
+    "degraded",
+    "cancelled",
+    "failed",
+    "interrupted",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class _Value(BaseModel):
+    model_config = _FROZEN
+
+
+class Event(BaseModel):
+    """Base of every event: the envelope the stream stamps and routes by."""
+
+    model_config = _FROZEN
+
+    type: str
+    v: int = 1
+    run_id: str = ""
+    seq: int = 0
+    ts: float = 0.0
+    actor: str = ""
+    cause: int | None = None
+
+    priority: ClassVar[Priority] = Priority.NORMAL
+
+
+# --- payload values ---------------------------------------------------------------
+
+
+class ErrorInfo(_Value):
+    """A failure as data: what kind, what happened, whether retrying can help."""
+
+    kind: str
+    message: str
+    retryable: bool = False
+
+
+class Hit(_Value):
+    """One search result from a provider (web API or local corpus)."""
+
+    url: str
+    title: str = ""
+    snippet: str = ""
+    content: str | None = None
+    source: str = ""
+    published_at: str | None = None
+    score: float | None = None
+    doc_id: str | None = None
+    chunk_id: str | None = None
+
+
+class EvidenceChunk(_Value):
+    """A passage a tool returned in this run, citable by ``id``."""
+
+    id: str
+    text: str
+    doc_id: str = ""
+    url: str = ""
+    title: str = ""
+    position: int = 0
+    prev_id: str | None = None
+    next_id: str | None = None
+    score: float | None = None
+    source: str = ""
+
+
+class Claim(_Value):
+    """One statement of an answer with the exact quote that supports it."""
+
+    statement: str
+    source_id: str
+    quote: str
+
+
+class ClaimError(_Value):
+    """Why the verifier rejected one claim."""
+
+    index: int
+    source_id: str
+    reason: str
+
+
+# --- run lifecycle ---------------------------------------------------------------
+
+
+class RunStarted(Event):
+    """A run began: the question and how it is to be answered."""
+
+    type: Literal["run.started"] = "run.started"
+    question: str
+    mode: str = "agent"
+    collections: tuple[str, ...] = ()
+    options: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class RunCancelRequested(Event):
+    """Someone asked the run to stop."""
+
+    type: Literal["run.cancel_requested"] = "run.cancel_requested"
+    reason: str = ""
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class RunFinished(Event):
+    """The run ended; always the last event of a run, exactly once."""
+
+    type: Literal["run.finished"] = "run.finished"
+    outcome: Outcome
+    reason: str = ""
+    answer: str = ""
+    claims: tuple[Claim, ...] = ()
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class RunFallback(Event):
+    """The run switched paths (e.g. agent -> one-shot RAG) and says why."""
+
+    type: Literal["run.fallback"] = "run.fallback"
+    from_mode: str
+    to_mode: str
+    reason: str
+
+
+class ActorFailed(Event):
+    """A handler raised while serving a request; the request is answered with this."""
+
+    type: Literal["actor.failed"] = "actor.failed"
+    request_type: str
+    error: ErrorInfo
+
+
+class SubscriberDetached(Event):
+    """A subscriber was cut off (it raised, or could not keep up) and why."""
+
+    type: Literal["subscriber.detached"] = "subscriber.detached"
+    subscriber: str
+    reason: str
+
+
+# --- planning --------------------------------------------------------------------
+
+
+class ToolCall(_Value):
+    """One tool call decided by a model turn (``id`` unique within the run)."""
+
+    id: str
+    tool: Literal["search", "read", "scrape", "answer"]
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class QueryStat(_Value):
+    """A search the run made and what it brought (``new_evidence`` 0: nothing new)."""
+
+    query: str
+    hits: int = 0
+    new_evidence: int = 0
+
+
+class PlanRequested(Event):
+    """The run asks the planner for its next move (one model step)."""
+
+    type: Literal["plan.requested"] = "plan.requested"
+    round: int
+    feedback: tuple[str, ...] = ()
+    queries: tuple[QueryStat, ...] = ()
+    remaining_steps: int | None = None
+    remaining_tool_calls: int | None = None
+    remaining_s: float | None = None
+
+
+class PlanDecided(Event):
+    """The planner chose the next step: tool calls to run in order, or an answer."""
+
+    type: Literal["plan.decided"] = "plan.decided"
+    action: Literal["search", "read", "scrape", "answer", "finalize"]
+    reason: str = ""
+    args: dict[str, JsonValue] = Field(default_factory=dict)
+    calls: tuple[ToolCall, ...] = ()
+    tokens: int = 0
+
+
+class ToolRejected(Event):
+    """A decided tool call was refused before running (budget, duplicate, invalid, scope)."""
+
+    type: Literal["tool.rejected"] = "tool.rejected"
+    call_id: str
+    tool: str
+    reason: str
+
+
+class QueriesExpanded(Event):
+    """The planner turned one question into several search queries."""
+
+    type: Literal["queries.expanded"] = "queries.expanded"
+    original: str
+    queries: tuple[str, ...]
+
+
+class LoopDetected(Event):
+    """A query or round repeated earlier work; the planner sees why."""
+
+    type: Literal["loop.detected"] = "loop.detected"
+    kind: Literal["semantic", "duplicate", "saturation", "empty", "read_limit"]
+    detail: str = ""
+    query: str = ""
+
+
+# --- tools -----------------------------------------------------------------------
+
+
+class SearchRequested(Event):
+    """Search these providers (or all configured ones) for a query."""
+
+    type: Literal["search.requested"] = "search.requested"
+    call_id: str = ""
+    query: str
+    k: int = 10
+    providers: tuple[str, ...] = ()
+    collections: tuple[str, ...] = ()
+
+
+class SearchCompleted(Event):
+    """Merged, deduplicated hits for one search request."""
+
+    type: Literal["search.completed"] = "search.completed"
+    call_id: str = ""
+    query: str
+    hits: tuple[Hit, ...] = ()
+    providers: tuple[str, ...] = ()
+    errors: tuple[ErrorInfo, ...] = ()
+
+
+class SearchFailed(Event):
+    """Every provider failed for one search request."""
+
+    type: Literal["search.failed"] = "search.failed"
+    call_id: str = ""
+    query: str
+    error: ErrorInfo
+
+
+class ScrapeRequested(Event):
+    """Fetch a page and turn it into clean, chunked text."""
+
+    type: Literal["scrape.requested"] = "scrape.requested"
+    call_id: str = ""
+    url: str
+
+
+class PageScraped(Event):
+    """A fetched page as chunks with neighbours."""
+
+    type: Literal["page.scraped"] = "page.scraped"
+    call_id: str = ""
+    url: str
+    title: str = ""
+    chunks: tuple[EvidenceChunk, ...] = ()
+
+
+class ScrapeFailed(Event):
+    """A page could not (or must not) be fetched."""
+
+    type: Literal["scrape.failed"] = "scrape.failed"
+    call_id: str = ""
+    url: str
+    error: ErrorInfo
+
+
+class ReadRequested(Event):
+    """Read on from a found passage: its neighbours in the source."""
+
+    type: Literal["read.requested"] = "read.requested"
+    call_id: str = ""
+    chunk_id: str
+    direction: Literal["next", "prev", "both"] = "next"
+    count: int = 1
+
+
+class ReadCompleted(Event):
+    """The neighbouring passages of a chunk."""
+
+    type: Literal["read.completed"] = "read.completed"
+    call_id: str = ""
+    chunk_id: str
+    chunks: tuple[EvidenceChunk, ...] = ()
+
+
+class ReadFailed(Event):
+    """A read-on request could not be served (unknown or out-of-scope id)."""
+
+    type: Literal["read.failed"] = "read.failed"
+    call_id: str = ""
+    chunk_id: str
+    error: ErrorInfo
+
+
+class RerankRequested(Event):
+    """Order these candidates by relevance to the query and keep the best."""
+
+    type: Literal["rerank.requested"] = "rerank.requested"
+    call_id: str = ""
+    query: str
+    candidates: tuple[EvidenceChunk, ...]
+    k: int = 5
+
+
+class RerankCompleted(Event):
+    """Candidates kept after reranking, best first (may be empty: nothing relevant)."""
+
+    type: Literal["rerank.completed"] = "rerank.completed"
+    call_id: str = ""
+    query: str
+    chunks: tuple[EvidenceChunk, ...] = ()
+    below_floor: int = 0
+
+
+class RerankFailed(Event):
+    """The reranker could not score the candidates."""
+
+    type: Literal["rerank.failed"] = "rerank.failed"
+    call_id: str = ""
+    query: str
+    error: ErrorInfo
+
+
+class ProviderHealth(Event):
+    """A search provider's circuit changed state."""
+
+    type: Literal["provider.health"] = "provider.health"
+    provider: str
+    state: Literal["up", "degraded", "down", "probing"]
+    detail: str = ""
+
+
+# --- evidence, budget, answer ------------------------------------------------------
+
+
+class EvidenceRegistered(Event):
+    """Chunks entered the run's evidence registry and may now be cited."""
+
+    type: Literal["evidence.registered"] = "evidence.registered"
+    chunks: tuple[EvidenceChunk, ...]
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class BudgetTick(Event):
+    """How much of each budget the run has used so far."""
+
+    type: Literal["budget.tick"] = "budget.tick"
+    steps: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    elapsed_s: float = 0.0
+    max_steps: int | None = None
+    max_tool_calls: int | None = None
+    max_tokens: int | None = None
+    deadline_s: float | None = None
+    priority: ClassVar[Priority] = Priority.PROGRESS
+
+
+class BudgetExhausted(Event):
+    """A budget ran out; the run must finalize."""
+
+    type: Literal["budget.exhausted"] = "budget.exhausted"
+    resource: Literal["steps", "tool_calls", "tokens", "wall_clock"]
+    used: float = 0.0
+    limit: float = 0.0
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class AnswerDelta(Event):
+    """A piece of the answer as it is written."""
+
+    type: Literal["answer.delta"] = "answer.delta"
+    text: str
+    claim_index: int | None = None
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class AnswerRequested(Event):
+    """The run asks the writer for an answer from registered evidence only."""
+
+    type: Literal["answer.requested"] = "answer.requested"
+    mode: Literal["answer", "finalize", "repair"] = "answer"
+    attempt: int = 1
+    evidence_ids: tuple[str, ...] = ()
+    errors: tuple[ClaimError, ...] = ()
+
+
+class AnswerDrafted(Event):
+    """A complete answer, not yet verified."""
+
+    type: Literal["answer.drafted"] = "answer.drafted"
+    text: str
+    claims: tuple[Claim, ...]
+    attempt: int = 1
+    mode: Literal["answer", "finalize", "repair"] = "answer"
+    tokens: int = 0
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class VerifyFailed(Event):
+    """The verifier rejected a draft (too few valid claims), with the exact reasons."""
+
+    type: Literal["verify.failed"] = "verify.failed"
+    errors: tuple[ClaimError, ...]
+    attempt: int = 1
+    kept: tuple[Claim, ...] = ()
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class AnswerVerified(Event):
+    """Every kept claim cites registered evidence and its quote was found there."""
+
+    type: Literal["answer.verified"] = "answer.verified"
+    text: str
+    claims: tuple[Claim, ...]
+    dropped: int = 0
+    attempt: int = 1
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+_E = TypeVar("_E", bound=type[Event])
+
+EVENT_TYPES: dict[str, type[Event]] = {}
+"""Every known event class by its ``type`` string (built-ins and registered)."""
+
+
+def register_event(cls: _E) -> _E:
+    """Make an event class known to the codecs and operators; usable as a decorator.
+
+    Raises:
+        ValueError: the class has no ``type`` literal default, or the type string
+            is already taken by another class.
+    """
+    default: Any = cls.model_fields["type"].default  # type: ignore[call-overload,unused-ignore]
+    if not isinstance(default, str) or not default:
+        raise ValueError(f"{cls.__name__} needs a `type: Literal[...]` with a default")
+    existing = EVENT_TYPES.get(default)
+    if existing is not None and existing is not cls:
+        raise ValueError(f"event type {default!r} is already registered by {existing.__name__}")
+    EVENT_TYPES[default] = cls
+    return cls
+
+
+for _cls in (
+    RunStarted,
+    RunCancelRequested,
+    RunFinished,
+    RunFallback,
+    ActorFailed,
+    SubscriberDetached,
+    PlanRequested,
+    PlanDecided,
+    ToolRejected,
+    QueriesExpanded,
+    LoopDetected,
+    SearchRequested,
+    SearchCompleted,
+    SearchFailed,
+    ScrapeRequested,
+    PageScraped,
+    ScrapeFailed,
+    ReadRequested,
+    ReadCompleted,
+    ReadFailed,
+    RerankRequested,
+    RerankCompleted,
+    RerankFailed,
+    ProviderHealth,
+    EvidenceRegistered,
+    BudgetTick,
+    BudgetExhausted,
+    AnswerDelta,
+    AnswerRequested,
+    AnswerDrafted,
+    VerifyFailed,
+    AnswerVerified,
+):
+    register_event(_cls)

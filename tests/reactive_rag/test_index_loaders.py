@@ -1,0 +1,171 @@
+"""Loading folders of files, the stdlib corpus, and the index/search CLI commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reactive_rag import _cli_index
+from reactive_rag.index import (
+    ChunkingConfig,
+    CorpusIndex,
+    DocumentLoadError,
+    load_file,
+    load_folder,
+    stdlib_documents,
+)
+
+from ._index_helpers import CountingEmbedder
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    (root / "sub").mkdir(parents=True)
+    (root / "notes.txt").write_text("Plain notes about sourdough starters and rye flour.")
+    (root / "guide.md").write_text("# Kayak Guide\n\nPaddle strokes: forward, sweep, draw.")
+    (root / "sub" / "page.html").write_text(
+        "<html><head><title>Ferns</title><style>p{color:red}</style></head><body>"
+        "<nav>menu menu</nav><p>Ferns reproduce with spores.</p>"
+        "<script>var tracking = 1;</script></body></html>"
+    )
+    (root / "image.png").write_bytes(b"\x89PNG")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "secret.txt").write_text("do not index")
+    return root
+
+
+def test_load_folder_reads_supported_files_with_metadata(folder: Path) -> None:
+    docs = {d.id: d for d in load_folder(folder)}
+    assert sorted(docs) == ["guide.md", "notes.txt", "sub/page.html"]
+    assert docs["guide.md"].title == "Kayak Guide" and docs["guide.md"].doc_type == "md"
+    page = docs["sub/page.html"]
+    assert page.title == "Ferns" and page.doc_type == "html"
+    assert "Ferns reproduce with spores." in page.text
+    assert "tracking" not in page.text and "color" not in page.text and "menu" not in page.text
+    assert docs["notes.txt"].url.startswith("file://") and docs["notes.txt"].date
+
+
+def test_load_file_errors_are_clear(tmp_path: Path) -> None:
+    with pytest.raises(DocumentLoadError, match="unsupported file type"):
+        load_file(tmp_path / "x.docx")
+    with pytest.raises(DocumentLoadError, match="cannot read"):
+        load_file(tmp_path / "missing.txt")
+    with pytest.raises(DocumentLoadError, match="no such file"):
+        list(load_folder(tmp_path / "nowhere"))
+
+
+def test_unreadable_file_is_skipped_and_reported(folder: Path) -> None:
+    bad = folder / "broken.pdf"  # no pypdf installed, or not a PDF at all: unreadable
+    bad.write_bytes(b"this is not a pdf")
+    skipped: list[Path] = []
+    ids = [d.id for d in load_folder(folder, skipped=skipped)]
+    assert "broken.pdf" not in ids and skipped == [bad]
+    assert sorted(ids) == ["guide.md", "notes.txt", "sub/page.html"]
+    with pytest.raises(DocumentLoadError, match=r"broken\.pdf"):
+        list(load_folder(folder))
+
+
+def test_index_path_then_search(folder: Path, tmp_path: Path) -> None:
+    with CorpusIndex(tmp_path / "idx", CountingEmbedder()) as idx:
+        report = idx.index_path("mine", folder)
+        assert report.documents == 3
+        assert idx.search("spores", collection="mine", k=1)[0].chunk.doc_id == "sub/page.html"
+        (folder / "notes.txt").unlink()
+        report = idx.index_path("mine", folder)
+        assert (report.documents, report.removed, report.unchanged) == (2, 1, 2)
+
+
+def test_stdlib_corpus_is_deterministic_and_covers_key_modules() -> None:
+    first = list(stdlib_documents())
+    second = list(stdlib_documents())
+    assert [d.content_hash() for d in first] == [d.content_hash() for d in second]
+    ids = {d.id for d in first}
+    assert {"asyncio", "json", "pathlib", "re", "collections", "itertools", "functools",
+            "datetime", "sqlite3", "subprocess", "threading", "typing", "dataclasses",
+            "logging", "argparse", "os", "shutil"} <= ids
+    js = next(d for d in first if d.id == "json")
+    assert "json.dumps" in js.text and js.url.endswith("/library/json.html")
+    assert next(iter(stdlib_documents(["no_such_module_xyz", "json"]))).id == "json"
+
+
+def test_stdlib_corpus_is_identical_in_another_process() -> None:
+    # Reprs like <object object at 0x7f...> differ per process; they must not reach the
+    # text, or every `make demo` would re-embed those modules.
+    code = ("import json; from reactive_rag.index import stdlib_documents; "
+            "print(json.dumps([d.content_hash() for d in stdlib_documents()]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])
+    assert json.loads(out.stdout) == [d.content_hash() for d in stdlib_documents()]
+
+
+def test_stdlib_corpus_answers_known_queries(tmp_path: Path) -> None:
+    with CorpusIndex(tmp_path, CountingEmbedder()) as idx:
+        idx.index_documents("stdlib", stdlib_documents(["json", "argparse", "sqlite3",
+                                                        "shutil", "heapq"]))
+        for query, gold in [
+            ("serialize a Python object to a JSON formatted string", "json"),
+            ("parse command-line options and arguments", "argparse"),
+            ("copy a directory tree recursively", "shutil"),
+            ("priority queue with a heap", "heapq"),
+        ]:
+            assert idx.search(query, collection="stdlib", k=1)[0].chunk.doc_id == gold, query
+
+
+def _run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="reactive-rag")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _cli_index.add_index_commands(sub)
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code
+
+
+@pytest.fixture
+def hashing_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CLI builds its own CorpusIndex; give it the fast deterministic embedder.
+    from reactive_rag.index import _index
+
+    monkeypatch.setattr(_index, "default_embedder", lambda root: CountingEmbedder())
+
+
+def test_cli_index_and_search(folder: Path, tmp_path: Path, hashing_default: None,
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "idx"
+    assert _run(["index", str(folder), "--collection", "mine", "--root", str(root),
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["documents"] == 3 and report["generation"] == 1
+    assert _run(["search", "paddle strokes", "--collection", "mine", "--root", str(root),
+                 "-k", "2", "--json"]) == 0
+    results = json.loads(capsys.readouterr().out)
+    assert results[0]["doc_id"] == "guide.md" and results[0]["rank"] == 1
+    assert results[0]["url"].startswith("file://") and results[0]["score"] > 0
+    assert _run(["search", "paddle strokes", "--collection", "mine", "--root", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "guide.md#0" in out and "Paddle" in out
+
+
+def test_cli_reports_errors_with_exit_code(tmp_path: Path, hashing_default: None,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["search", "x", "--collection", "nope", "--root", str(tmp_path)]) == 2
+    assert "collection 'nope'" in capsys.readouterr().err
+    assert _run(["index", str(tmp_path / "missing"), "--collection", "c",
+                 "--root", str(tmp_path)]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert _run(["search", "x", "--since", "soon", "--root", str(tmp_path)]) == 2
+
+
+def test_chunking_config_is_part_of_the_reuse_key(tmp_path: Path) -> None:
+    emb = CountingEmbedder()
+    docs = list(stdlib_documents(["heapq"]))
+    CorpusIndex(tmp_path, emb).index_documents("c", docs)
+    n = len(emb.passages)
+    small = ChunkingConfig(target_words=60, overlap_ratio=0.1, max_words=100)
+    report = CorpusIndex(tmp_path, emb, chunking=small).index_documents("c", docs)
+    assert report.chunks > n and report.embedded_chunks == report.chunks
