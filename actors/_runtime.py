@@ -258,12 +258,45 @@ class ActorRun:
         if self._terminal is not None:
             return False
         self._terminal = RunFinished(outcome=outcome, reason=reason, answer=answer, claims=claims)
+        if self._tg is not None and self._quiescent():
+            self._finish_now()
+            return True
         if self._tg is not None and self._teardown is None:
             try:
                 self._teardown = self._tg.create_task(self._shutdown(), name="teardown")
             except RuntimeError:  # the task group is already closing; __aexit__ tears down
                 self._teardown = None
         return True
+
+    def _quiescent(self) -> bool:
+        """True if no handler but the caller's is mid-await and no actor has an on_stop hook.
+
+        Then nothing can publish between the claim and ``run.finished``, so the run
+        can end synchronously instead of through a teardown task (the common case:
+        an actor finishing the run from its own handler).
+        """
+        try:
+            current = asyncio.current_task()
+        except RuntimeError:
+            return False
+        for box in self._mailboxes:
+            busy = box.in_flight - (1 if current in box.workers else 0)
+            if busy or type(box.actor).on_stop is not Actor.on_stop:
+                return False
+        return True
+
+    def _finish_now(self) -> None:
+        for box in self._mailboxes:
+            if box.subscription is not None:
+                box.subscription.dispose()
+                box.subscription = None
+            for task in box.workers:
+                task.cancel()  # idle in queue.get(); the task group awaits them on exit
+        if self._timer is not None:
+            self._timer.cancel()
+        assert self._terminal is not None
+        self.stream.try_publish(self._terminal, actor="runtime")
+        self._done.set()
 
     async def _await_teardown(self) -> None:
         if self._teardown is None:

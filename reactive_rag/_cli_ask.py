@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -13,16 +15,20 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+from actors.models import OpenAIChatClient
+from actors.providers import ProviderError, load_search_config
+from actors.search import Searcher
 from streams import AsyncSubscriber, OverflowPolicy
 
 from ._console import EventPrinter
 from ._engine import Engine, RunResult
+from .agent import ChatPlanner, ChatWriter, PlannerPolicy, WriterPolicy
 from .index import STDLIB_COLLECTION, CorpusIndex
 from .run import RunConfigError
 
 __all__ = ["DEMO_QUESTION", "add_ask_commands", "render_result", "result_json"]
 
-DEMO_QUESTION = "How do I run several coroutines concurrently and collect their results?"
+DEMO_QUESTION = "How can I cache the results of an expensive function call?"
 
 
 def add_ask_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,6 +59,13 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", "-q", action="store_true", help="no live event view")
     p.add_argument("--progress", action="store_true", help="show budget ticks in the live view")
     p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
+    p.add_argument("--web", action="store_true",
+                   help="also search the web with the configured providers (see README)")
+    p.add_argument("--model-url", default=os.environ.get("REACTIVE_RAG_CHAT_URL"),
+                   help="OpenAI-compatible chat server for the planner and writer "
+                        "(default: $REACTIVE_RAG_CHAT_URL; none: offline policies)")
+    p.add_argument("--model", default=os.environ.get("REACTIVE_RAG_CHAT_MODEL", "default"),
+                   help="model name sent to the chat server")
 
 
 def _parse_budget(items: list[str]) -> dict[str, Any]:
@@ -84,7 +97,27 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any]) -> RunResult:
-    engine = Engine(CorpusIndex(args.root))
+    web: Searcher | None = None
+    chat: OpenAIChatClient | None = None
+    if args.web:
+        try:
+            web = Searcher.from_config(load_search_config().tenant())
+        except ProviderError as exc:
+            raise RunConfigError(f"--web: {exc}") from exc
+    planner: Callable[[], PlannerPolicy] | None = None
+    writer: Callable[[], WriterPolicy] | None = None
+    if args.model_url:
+        chat = OpenAIChatClient(args.model_url, model=args.model,
+                                api_key=os.environ.get("REACTIVE_RAG_CHAT_API_KEY"))
+        client = chat
+
+        def planner() -> PlannerPolicy:
+            return ChatPlanner(client)
+
+        def writer() -> WriterPolicy:
+            return ChatWriter(client)
+
+    engine = Engine(CorpusIndex(args.root), web=web, planner=planner, writer=writer)
     try:
         collections = tuple(args.collections or (STDLIB_COLLECTION,))
         if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):
@@ -102,6 +135,10 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
         return result
     finally:
         await engine.aclose()
+        if web is not None:
+            await web.aclose()
+        if chat is not None:
+            await chat.aclose()
 
 
 def _build_default(engine: Engine, console: Console, quiet: bool) -> None:
@@ -135,7 +172,7 @@ def render_result(result: RunResult, console: Console) -> None:
         source = cite.chunk.title or cite.chunk.doc_id if cite.chunk else cite.claim.source_id
         where = cite.chunk.url if cite.chunk else ""
         console.print(f"  [{cite.number}] [bold]{source}[/bold] [dim]{where}[/dim]")
-        console.print(f"      “{cite.claim.quote}”", style="italic")
+        console.print(f"      “{' '.join(cite.claim.quote.split())}”", style="italic")
     console.print(f"[dim]{result.count('search.requested')} searches, "
                   f"{result.count('read.requested')} reads, {len(result.evidence)} evidence "
                   f"chunks, {len(result.events)} events (run {result.run_id})[/dim]")

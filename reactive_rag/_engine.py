@@ -21,6 +21,7 @@ from typing import Any, Literal
 from actors import Actor, ActorRun, EdgeOperator
 from actors.models import Embedder
 from actors.rerank import Reranker, RerankerActor
+from actors.scrape import ScraperActor
 from actors.search import Searcher, SearcherActor
 from streams import Claim, Event, EvidenceChunk, EvidenceRegistered, Outcome, RunStarted, RunStream
 
@@ -125,7 +126,9 @@ class Engine:
         index: the corpus index (default: the on-disk default index).
         planner: builds the planner policy for each run (default: offline).
         writer: builds the writer policy for each run (default: extractive).
-        extra_providers: more search providers (web APIs) next to the local corpus.
+        web: a tenant's web searcher (providers behind retries and circuit
+            breakers, blacklist, fallback); runs then search the web next to the
+            local corpus and may scrape pages (SSRF-guarded).
         embedder: model for reranking and loop detection (default: the index's).
     """
 
@@ -135,7 +138,7 @@ class Engine:
         *,
         planner: PlannerFactory | None = None,
         writer: WriterFactory | None = None,
-        extra_providers: Sequence[Any] = (),
+        web: Searcher | None = None,
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
     ) -> None:
@@ -144,7 +147,7 @@ class Engine:
         self._reranker = reranker
         self._planner = planner
         self._writer = writer
-        self._extra_providers = list(extra_providers)
+        self._web = web
         self._runs: dict[str, RunHandle] = {}
 
     @property
@@ -229,15 +232,18 @@ class Engine:
     def _actors(self, question: str, mode: Mode, budget: Budget,
                 collections: tuple[str, ...]) -> list[Actor]:
         provider = LocalCorpusProvider(self.index, collections, name="local")
-        searcher = Searcher([provider, *self._extra_providers],
-                            provider_timeout_s=budget.tool_call_s)
+        if self._web is not None:
+            searcher = self._web.with_providers([provider], provider_timeout_s=budget.tool_call_s)
+        else:
+            searcher = Searcher([provider], provider_timeout_s=budget.tool_call_s)
         searcher_actor = SearcherActor(searcher)
         searcher_actor.timeout_s = budget.tool_call_s
         reranker = RerankerActor(self.reranker)
         reranker.timeout_s = budget.tool_call_s
         planner = self._planner() if self._planner else OfflinePlanner()
-        writer = self._writer() if self._writer else ExtractiveWriter(self.embedder)
-        return [
+        writer = (self._writer() if self._writer
+                  else ExtractiveWriter(self.embedder, max_claims=3, min_gain=0.15))
+        actors: list[Actor] = [
             RunController(initial_state(question, mode=mode, budget=budget,
                                         collections=collections, selector=_select_evidence)),
             PlannerActor(planner, loop_guard=LoopGuard(self.embedder),
@@ -248,6 +254,11 @@ class Engine:
             WriterActor(writer, timeout_s=budget.model_call_s),
             VerifierActor(functools.partial(verify)),
         ]
+        if self._web is not None:
+            scraper = ScraperActor()
+            scraper.timeout_s = budget.tool_call_s
+            actors.append(scraper)
+        return actors
 
     async def _drive(self, handle: RunHandle, actors: list[Actor], question: str, mode: Mode,
                      budget: Budget, collections: tuple[str, ...],

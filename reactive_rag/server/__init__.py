@@ -1,0 +1,51 @@
+"""The HTTP service: runs over HTTP, their events over SSE and WebSocket, tenants and scope.
+
+``create_app(ServerConfig.load(path))`` builds the aiohttp application;
+``reactive-rag serve`` runs it.
+"""
+
+from ._app import (
+    AUTH_KEY,
+    CONFIG_KEY,
+    ENGINE_KEY,
+    MANAGER_KEY,
+    STORE_KEY,
+    create_app,
+    make_store,
+    request_tenant,
+)
+from ._auth import Authenticator, Tenant, hash_token
+from ._config import DEFAULT_TENANT, ServerConfig, TenantConfig, default_store_path
+from ._exceptions import ConfigError, Problem, RateLimited, ServerError
+from ._feed import EventFeed, FeedStats
+from ._openapi import openapi_document
+from ._problems import PROBLEM_CODES
+from ._runs import ActiveRun, RunManager
+
+__all__ = [
+    "AUTH_KEY",
+    "CONFIG_KEY",
+    "DEFAULT_TENANT",
+    "ENGINE_KEY",
+    "MANAGER_KEY",
+    "PROBLEM_CODES",
+    "STORE_KEY",
+    "ActiveRun",
+    "Authenticator",
+    "ConfigError",
+    "EventFeed",
+    "FeedStats",
+    "Problem",
+    "RateLimited",
+    "RunManager",
+    "ServerConfig",
+    "ServerError",
+    "Tenant",
+    "TenantConfig",
+    "create_app",
+    "default_store_path",
+    "hash_token",
+    "make_store",
+    "openapi_document",
+    "request_tenant",
+]

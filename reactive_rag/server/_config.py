@@ -1,0 +1,168 @@
+"""Server configuration: where to listen, which store, and the tenants table.
+
+Loaded from a TOML file and overridden by environment variables::
+
+    host = "0.0.0.0"
+    port = 8080
+    store = "/var/lib/reactive_rag/runs.db"    # or redis://host:6379/0
+
+    [tenants.acme]
+    token_sha256 = ["<sha256 hex of the bearer token>"]
+    collections = ["stdlib", "acme-docs"]
+    max_concurrent_runs = 4
+    runs_per_minute = 30
+
+Tokens are stored only as SHA-256 digests. With no tenant configured the
+server runs one ``default`` tenant without authentication and listens on
+127.0.0.1 only, whatever ``host`` says: an open server must not be reachable
+from the network by accident.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ._exceptions import ConfigError
+
+__all__ = ["DEFAULT_TENANT", "ServerConfig", "TenantConfig", "default_store_path"]
+
+DEFAULT_TENANT = "default"
+ALL_COLLECTIONS = "*"
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+def default_store_path() -> Path:
+    """``$REACTIVE_RAG_HOME/runs.db`` or ``~/.cache/reactive_rag/runs.db``."""
+    home = os.environ.get("REACTIVE_RAG_HOME")
+    base = Path(home) if home else Path.home() / ".cache" / "reactive_rag"
+    return base / "runs.db"
+
+
+class TenantConfig(BaseModel):
+    """One tenant: its token digests, the collections it may search, its rate limits."""
+
+    model_config = _STRICT
+
+    token_sha256: tuple[str, ...] = ()
+    """SHA-256 hex digests of the bearer tokens (several, to rotate tokens)."""
+    collections: tuple[str, ...] = (ALL_COLLECTIONS,)
+    """Collections the tenant may search; ``"*"`` means every indexed collection."""
+    max_concurrent_runs: int = Field(default=8, ge=1)
+    runs_per_minute: int = Field(default=60, ge=1)
+
+    @field_validator("token_sha256")
+    @classmethod
+    def _digests(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        digests = tuple(v.strip().lower() for v in value)
+        for digest in digests:
+            if not _HEX64.match(digest):
+                raise ValueError("token_sha256 entries must be 64 hex digits "
+                                 "(the SHA-256 of the token, never the token itself)")
+        return digests
+
+    def allows(self, collection: str) -> bool:
+        """True if this tenant may search ``collection``."""
+        return ALL_COLLECTIONS in self.collections or collection in self.collections
+
+
+class ServerConfig(BaseModel):
+    """Everything ``reactive-rag serve`` needs.
+
+    Attributes:
+        host: interface to bind (forced to 127.0.0.1 when no tenant is configured).
+        port: TCP port (0 picks a free one).
+        store: SQLite path or ``sqlite:///path``, or a ``redis://`` URL;
+            default ``$REACTIVE_RAG_HOME/runs.db``.
+        index_root: corpus index folder (default: the index default).
+        default_collections: searched when a request names none.
+        tenants: tenant name -> settings; empty means one open ``default`` tenant.
+        open_tenant: limits and collections of that ``default`` tenant (its tokens are ignored).
+        max_body_bytes: cap on a request body.
+        sse_buffer: events buffered per SSE/WebSocket client before the overflow policy applies.
+        keepalive_s: idle time before an SSE comment keeps the connection open.
+        write_timeout_s: a client that cannot take one write in this time is detached.
+    """
+
+    model_config = _STRICT
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=0, le=65535)
+    store: str = ""
+    index_root: Path | None = None
+    default_collections: tuple[str, ...] = ("stdlib",)
+    tenants: dict[str, TenantConfig] = Field(default_factory=dict)
+    open_tenant: TenantConfig = Field(default_factory=TenantConfig)
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    sse_buffer: int = Field(default=256, ge=1)
+    keepalive_s: float = Field(default=15.0, gt=0)
+    write_timeout_s: float = Field(default=10.0, gt=0)
+
+    @field_validator("tenants")
+    @classmethod
+    def _names(cls, value: dict[str, TenantConfig]) -> dict[str, TenantConfig]:
+        for name in value:
+            if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", name):
+                raise ValueError(f"invalid tenant name {name!r}")
+        return value
+
+    @property
+    def open_mode(self) -> bool:
+        """No tenants configured: one unauthenticated ``default`` tenant on loopback."""
+        return not self.tenants
+
+    @property
+    def bind_host(self) -> str:
+        """The host actually bound (loopback only in open mode)."""
+        return "127.0.0.1" if self.open_mode else self.host
+
+    @property
+    def effective_tenants(self) -> dict[str, TenantConfig]:
+        """The tenants table, or the single open ``default`` tenant."""
+        return dict(self.tenants) if self.tenants else {DEFAULT_TENANT: self.open_tenant}
+
+    def store_target(self) -> str:
+        """The store location with the default filled in."""
+        return self.store or str(default_store_path())
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, *,
+             env: Mapping[str, str] | None = None, **overrides: Any) -> ServerConfig:
+        """Read ``path`` (TOML), then ``REACTIVE_RAG_SERVER_*`` env vars, then ``overrides``.
+
+        Env vars: ``REACTIVE_RAG_SERVER_CONFIG`` (file, if ``path`` is None),
+        ``REACTIVE_RAG_SERVER_HOST``, ``_PORT``, ``_STORE``, ``_INDEX``.
+
+        Raises:
+            ConfigError: unreadable file, bad TOML, or invalid values.
+        """
+        env = os.environ if env is None else env
+        path = path or env.get("REACTIVE_RAG_SERVER_CONFIG") or None
+        data: dict[str, Any] = {}
+        if path is not None:
+            try:
+                data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+            except OSError as exc:
+                raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"config {path} is not valid TOML: {exc}") from exc
+        for key, var in (("host", "HOST"), ("port", "PORT"), ("store", "STORE"),
+                         ("index_root", "INDEX")):
+            value = env.get(f"REACTIVE_RAG_SERVER_{var}")
+            if value:
+                data[key] = value
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in err.get("loc", ()))
+            raise ConfigError(f"invalid server config at {where or 'top level'}: "
+                              f"{err.get('msg', '')}") from exc

@@ -1,0 +1,31 @@
+"""The live run page: static files served at ``/`` with no build step.
+
+The page (``index.html``, ``app.js``, ``app.css``) talks only to the public
+HTTP API (``POST /v1/runs``, ``GET /v1/runs/{id}/events`` as SSE,
+``POST /v1/runs/{id}/cancel``), so any server that implements that API can
+serve it. :func:`add_web_routes` mounts it on an aiohttp application: the page
+at ``/`` and its assets under ``/static/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+__all__ = ["STATIC_DIR", "add_web_routes"]
+
+STATIC_DIR: Path = Path(__file__).resolve().parent
+"""Folder holding ``index.html``, ``app.js`` and ``app.css``."""
+
+_NO_CACHE = {"Cache-Control": "no-cache"}
+
+
+async def _index(request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC_DIR / "index.html", headers=_NO_CACHE)
+
+
+def add_web_routes(app: web.Application, *, prefix: str = "/static") -> None:
+    """Serve the page at ``/`` and its assets under ``prefix`` (what ``index.html`` expects)."""
+    app.router.add_get("/", _index, name="web-index")
+    app.router.add_static(prefix, STATIC_DIR, name="web-static", append_version=False)

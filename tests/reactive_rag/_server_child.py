@@ -1,0 +1,52 @@
+"""A real server process for the kill -9 tests: ``python -m tests.reactive_rag._server_child``.
+
+Args: INDEX_ROOT STORE_PATH PORT_FILE. Serves the HashingEmbedder index with a
+planner that sleeps before each decision (so runs are mid-way when killed),
+and writes its port to PORT_FILE once it accepts connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from aiohttp import web
+
+from actors.models import HashingEmbedder
+from reactive_rag._engine import Engine
+from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
+from reactive_rag.index import CorpusIndex
+from reactive_rag.server import ServerConfig, create_app
+
+DELAY_S = float(os.environ.get("CHILD_PLANNER_DELAY_S", "0.3"))
+
+
+class SleepyPlanner:
+    name = "sleepy"
+
+    def __init__(self) -> None:
+        self._inner = OfflinePlanner()
+
+    async def decide(self, view: PlannerView) -> Decision:
+        await asyncio.sleep(DELAY_S)
+        return await self._inner.decide(view)
+
+
+async def main(index_root: str, store_path: str, port_file: str) -> None:
+    engine = Engine(CorpusIndex(index_root, HashingEmbedder()), planner=SleepyPlanner)
+    config = ServerConfig(store=store_path, port=0, default_collections=("demo",))
+    runner = web.AppRunner(create_app(config, engine=engine))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    tmp = Path(port_file + ".tmp")
+    tmp.write_text(str(port))
+    tmp.replace(port_file)
+    await asyncio.Event().wait()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:4]))
