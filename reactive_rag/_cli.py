@@ -12,6 +12,7 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     from ._cli_ask import add_ask_commands
     from ._cli_index import add_index_commands
+    from ._cli_serve import add_serve_commands
 
     parser = argparse.ArgumentParser(
         prog="reactive-rag",
@@ -20,6 +21,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     add_ask_commands(sub)
     add_index_commands(sub)
+    add_serve_commands(sub)
     return parser
 
 

@@ -53,6 +53,7 @@ from ._events import (
 )
 from ._exceptions import (
     DecodeError,
+    EncodeError,
     MalformedEvent,
     StreamClosed,
     StreamError,
@@ -75,6 +76,7 @@ __all__ = [
     "Claim",
     "ClaimError",
     "DecodeError",
+    "EncodeError",
     "ErrorInfo",
     "Event",
     "EvidenceChunk",

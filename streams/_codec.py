@@ -14,14 +14,21 @@ import msgpack
 from pydantic import ValidationError
 
 from ._events import EVENT_TYPES, Event
-from ._exceptions import MalformedEvent, UnknownEventType, UnsupportedVersion
+from ._exceptions import EncodeError, MalformedEvent, UnknownEventType, UnsupportedVersion
 
 __all__ = ["decode_json", "decode_msgpack", "encode_json", "encode_msgpack", "event_from_dict"]
 
 
 def encode_msgpack(event: Event) -> bytes:
-    """Serialise an event to msgpack bytes."""
-    packed: bytes = msgpack.packb(event.model_dump(mode="python"), use_bin_type=True)
+    """Serialise an event to msgpack bytes.
+
+    Raises:
+        EncodeError: a value msgpack cannot carry (an integer beyond 64 bits).
+    """
+    try:
+        packed: bytes = msgpack.packb(event.model_dump(mode="python"), use_bin_type=True)
+    except (OverflowError, TypeError, ValueError) as exc:
+        raise EncodeError(f"cannot encode {event.type!r} event: {exc}") from exc
     return packed
 
 

@@ -3,6 +3,7 @@
 Hierarchy::
 
     StreamError
+    ├── EncodeError (ValueError)         an event holding a value the wire format cannot carry
     ├── DecodeError (ValueError)         bytes/text that are not a valid event
     │   ├── MalformedEvent               garbage, truncated, or a payload that fails validation
     │   ├── UnknownEventType             a ``type`` no registered class declares
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 __all__ = [
     "DecodeError",
+    "EncodeError",
     "MalformedEvent",
     "StreamClosed",
     "StreamError",
@@ -24,6 +26,10 @@ __all__ = [
 
 class StreamError(Exception):
     """Root of every error raised by ``streams``."""
+
+
+class EncodeError(StreamError, ValueError):
+    """The event holds a value the wire format cannot carry (e.g. an int beyond 64 bits)."""
 
 
 class DecodeError(StreamError, ValueError):

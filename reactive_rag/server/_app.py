@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any, cast
 
 from aiohttp import WSCloseCode, web
+from aiohttp.abc import AbstractAccessLogger
+from aiohttp.web_request import BaseRequest
 from pydantic import ValidationError
 
 from streams import Event, RunFinished
 from streams import EvidenceRegistered as _EvidenceRegistered
 
 from .._engine import Engine
-from ..index import CorpusIndex
+from ..index import STDLIB_COLLECTION, CorpusIndex
 from ..store import RunRecord, RunStore, SqliteRunStore
 from ._auth import Authenticator, Tenant
 from ._config import ServerConfig
@@ -43,6 +45,7 @@ __all__ = [
     "MANAGER_KEY",
     "STORE_KEY",
     "TENANT_KEY",
+    "RedactingAccessLogger",
     "create_app",
     "make_store",
     "request_tenant",
@@ -57,12 +60,29 @@ MANAGER_KEY = web.AppKey("manager", RunManager)
 AUTH_KEY = web.AppKey("auth", Authenticator)
 WEBSOCKETS_KEY = web.AppKey("websockets", set[web.WebSocketResponse])
 INTERRUPTED_KEY = web.AppKey("interrupted", list[str])
+CORPUS_TASK_KEY = web.AppKey("corpus_task", asyncio.Task[bool])
+OPENAPI_EXTRA_KEY = web.AppKey("openapi_extra", tuple[dict[str, Any], tuple[str, ...]])
 TENANT_KEY = web.RequestKey("tenant", Tenant)
 """Where :func:`request_tenant` caches the caller on the request."""
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
 routes = web.RouteTableDef()
+
+
+class RedactingAccessLogger(AbstractAccessLogger):
+    """Access log lines with any ``access_token`` query value replaced by ``***``.
+
+    Browsers pass the bearer token in the query of SSE/WebSocket URLs; it
+    must never end up in a log file.
+    """
+
+    def log(self, request: BaseRequest, response: web.StreamResponse, time: float) -> None:
+        query = "&".join(f"{k}=***" if k == "access_token" else f"{k}={v}"
+                         for k, v in request.query.items())
+        target = request.path + (f"?{query}" if query else "")
+        self.logger.info('%s "%s %s" %s %s %.3fs', request.remote, request.method, target,
+                         response.status, response.body_length, time)
 
 
 def make_store(target: str) -> RunStore:
@@ -130,6 +150,10 @@ def _scoped_collections(request: web.Request, tenant: Tenant,
                                f"you may not search collection {name!r}", field="collections")
     for name in chosen:
         if not index.exists(name):
+            building = request.app.get(CORPUS_TASK_KEY)
+            if building is not None and not building.done():
+                raise make_problem(503, "not_ready", "the default corpus is being indexed",
+                                   headers={"Retry-After": "5"})
             raise make_problem(422, "run_config", f"collection {name!r} is not indexed",
                                field="collections")
     return chosen
@@ -142,6 +166,7 @@ async def list_runs(request: web.Request) -> web.Response:
     cursor = request.query.get("cursor") or None
     if cursor is not None and len(cursor) > 200:
         raise make_problem(422, "invalid_cursor", field="cursor")
+    await request.app[MANAGER_KEY].settle_finished(tenant.name)
     page = await request.app[STORE_KEY].list_runs(tenant.name, limit=limit, before=cursor)
     return web.json_response({
         "runs": [_summary(r) for r in page.runs],
@@ -154,6 +179,8 @@ async def get_run(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
     run_id = _run_id(request)
     store = request.app[STORE_KEY]
+    await store.get_run(run_id, tenant.name)  # 404 before anything else
+    await request.app[MANAGER_KEY].settle(run_id)
     record = await store.get_run(run_id, tenant.name)
     body = _summary(record)
     body.update(answer="", reason="", citations=[], collections=[])
@@ -246,6 +273,9 @@ async def readyz(request: web.Request) -> web.Response:
     try:
         await request.app[STORE_KEY].list_runs("-readiness-probe-", limit=1)
         await asyncio.to_thread(request.app[ENGINE_KEY].index.collections)
+        building = request.app.get(CORPUS_TASK_KEY)
+        if building is not None and not building.done():
+            raise RuntimeError("the default corpus is still being indexed")
     except Exception as exc:
         log.warning("not ready: %s: %s", type(exc).__name__, exc)
         raise make_problem(503, "not_ready", "the run store or the index is not usable",
@@ -255,7 +285,10 @@ async def readyz(request: web.Request) -> web.Response:
 
 @routes.get("/v1/openapi.json")
 async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(openapi_document())
+    extra = request.app.get(OPENAPI_EXTRA_KEY)
+    if extra is None:
+        return web.json_response(openapi_document())
+    return web.json_response(openapi_document(extra_paths=extra[0], extra_codes=extra[1]))
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -370,12 +403,22 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
         app[MANAGER_KEY] = manager
+        if own_engine and config.build_default_corpus and \
+                STDLIB_COLLECTION in config.default_collections and \
+                not run_engine.index.exists(STDLIB_COLLECTION):
+            log.info("indexing the standard-library docs in the background (first start only)")
+            app[CORPUS_TASK_KEY] = asyncio.get_running_loop().create_task(
+                asyncio.to_thread(run_engine.ensure_stdlib_corpus), name="default-corpus")
         if config.open_mode:
             log.warning("no tenants configured: one open 'default' tenant without "
                         "authentication, listening on 127.0.0.1 only")
         try:
             yield
         finally:
+            building = app.get(CORPUS_TASK_KEY)
+            if building is not None:  # a thread cannot be cancelled: let it finish
+                with contextlib.suppress(Exception):
+                    await building
             await manager.aclose()
             if own_engine:
                 await run_engine.aclose()
@@ -393,8 +436,15 @@ async def _close_websockets(app: web.Application) -> None:
 
 def _mount_extras(app: web.Application) -> None:
     """The web page (static files) and the background-task routes, when installed."""
-    index_html = WEB_DIR / "index.html"
-    if index_html.is_file():
+    try:
+        web_page: Any = importlib.import_module("reactive_rag.web")
+    except ImportError:
+        web_page = None
+    if web_page is not None and callable(getattr(web_page, "add_web_routes", None)):
+        web_page.add_web_routes(app)
+    elif (WEB_DIR / "index.html").is_file():
+        index_html = WEB_DIR / "index.html"
+
         async def page(request: web.Request) -> web.FileResponse:
             return web.FileResponse(index_html)
 
@@ -407,9 +457,10 @@ def _mount_extras(app: web.Application) -> None:
     setup = getattr(tasks, "setup_routes", None)
     if callable(setup):
         setup(app)
+    elif isinstance(getattr(tasks, "routes", None), web.RouteTableDef):
+        app.add_routes(tasks.routes)
+    else:
         return
-    table = getattr(tasks, "routes", None)
-    if isinstance(table, web.RouteTableDef):
-        app.add_routes(table)
-
-
+    paths = getattr(tasks, "openapi_paths", None)
+    codes = getattr(tasks, "TASK_PROBLEM_CODES", {})
+    app[OPENAPI_EXTRA_KEY] = (dict(paths()) if callable(paths) else {}, tuple(codes))

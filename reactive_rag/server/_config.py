@@ -83,6 +83,8 @@ class ServerConfig(BaseModel):
             default ``$REACTIVE_RAG_HOME/runs.db``.
         index_root: corpus index folder (default: the index default).
         default_collections: searched when a request names none.
+        build_default_corpus: index the bundled standard-library docs at start-up
+            (in the background) when ``stdlib`` is a default collection and missing.
         tenants: tenant name -> settings; empty means one open ``default`` tenant.
         open_tenant: limits and collections of that ``default`` tenant (its tokens are ignored).
         max_body_bytes: cap on a request body.
@@ -98,6 +100,7 @@ class ServerConfig(BaseModel):
     store: str = ""
     index_root: Path | None = None
     default_collections: tuple[str, ...] = ("stdlib",)
+    build_default_corpus: bool = True
     tenants: dict[str, TenantConfig] = Field(default_factory=dict)
     open_tenant: TenantConfig = Field(default_factory=TenantConfig)
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)

@@ -121,8 +121,10 @@ class EventFeed:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the source failed (store down, gap): tell the client
-            self.error = exc
-            self.detach(f"event source failed: {type(exc).__name__}")
+            self.error = exc  # deliver what is buffered, then say why the stream stops
+            self.detached_reason = f"event source failed: {type(exc).__name__}"
+            self._ended = True
+            self._wake.set()
             return
         self._ended = True
         self._wake.set()

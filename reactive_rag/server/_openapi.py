@@ -8,6 +8,7 @@ drift apart.
 
 from __future__ import annotations
 
+import copy
 import functools
 from typing import Any
 
@@ -40,9 +41,20 @@ _ERRORS = {"401": _problem("missing or wrong bearer token"),
            "404": _problem("no run with this id is visible to you")}
 
 
+def openapi_document(extra_paths: dict[str, Any] | None = None,
+                     extra_codes: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The whole document, with the paths and problem codes of mounted extras (tasks)."""
+    doc = copy.deepcopy(_base_document())
+    if extra_paths:
+        doc["paths"].update(copy.deepcopy(extra_paths))
+    if extra_codes:
+        code = doc["components"]["schemas"]["Problem"]["properties"]["code"]
+        code["enum"] = sorted({*code["enum"], *extra_codes})
+    return doc
+
+
 @functools.cache
-def openapi_document() -> dict[str, Any]:
-    """The whole document (built once)."""
+def _base_document() -> dict[str, Any]:
     request_schema = RunRequest.model_json_schema(ref_template="#/components/schemas/{model}")
     link_props = {k: {"type": "string"} for k in ("self", "events", "ws", "cancel")}
     run_summary = {

@@ -152,6 +152,25 @@ class RunManager:
             self.engine.forget(run_id)
             self._release(active.tenant)
 
+    async def settle(self, run_id: str, timeout_s: float = 5.0) -> None:
+        """If the run here has ended, wait until its end is stored.
+
+        A client that saw ``run.finished`` on the live stream and asks for the
+        run at once must not read a stale ``running`` status from the store.
+        """
+        active = self._active.get(run_id)
+        if active is None or active.watcher is None or active.handle.stream.finished is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(active.watcher), timeout_s)
+
+    async def settle_finished(self, tenant: str, timeout_s: float = 5.0) -> None:
+        """:meth:`settle` every run of ``tenant`` here that has ended (before a listing)."""
+        ended = [run_id for run_id, a in self._active.items()
+                 if a.tenant == tenant and a.handle.stream.finished is not None]
+        for run_id in ended:
+            await self.settle(run_id, timeout_s)
+
     def cancel(self, run_id: str, reason: str = "cancelled by the client") -> bool:
         """Cancel a run going on here; False if it is not (already finished, or elsewhere)."""
         active = self._active.get(run_id)

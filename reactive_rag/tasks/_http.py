@@ -1,11 +1,15 @@
 """HTTP routes for background tasks, mounted by the server.
 
-Mount with::
+The server mounts them with :func:`setup_routes` (its hook): the routes, the
+tenant and collection checks of ``reactive_rag.server``, and a manager over the
+server's store and index, started (resuming unfinished tasks) after the store
+opens and stopped before it closes. Any other aiohttp app mounts them with::
 
     app[TASK_MANAGER] = TaskManager(store, index)
-    app[TASK_TENANT] = lambda request: tenant_name   # optional; default "local"
+    app[TASK_TENANT] = lambda request: tenant_name      # optional; default "local"
+    app[TASK_ALLOWS] = lambda request, collection: ...  # optional; default: all
     app.add_routes(task_routes)
-    app.cleanup_ctx.append(tasks_context)            # resumes unfinished tasks, stops on exit
+    app.cleanup_ctx.append(tasks_context)  # resumes unfinished tasks, stops on exit
 
 Routes: ``POST /v1/tasks`` ``{"collection", "doc_id"}`` -> 201 with the task;
 ``GET /v1/tasks/{task_id}``; ``GET /v1/tasks/{task_id}/events`` as SSE
@@ -31,7 +35,17 @@ from ._events import TaskFinished
 from ._exceptions import DocumentNotFound, UnknownTask
 from ._manager import TaskManager
 
-__all__ = ["TASK_MANAGER", "TASK_TENANT", "task_routes", "task_view", "tasks_context"]
+__all__ = [
+    "TASK_ALLOWS",
+    "TASK_MANAGER",
+    "TASK_PROBLEM_CODES",
+    "TASK_TENANT",
+    "openapi_paths",
+    "setup_routes",
+    "task_routes",
+    "task_view",
+    "tasks_context",
+]
 
 TASK_MANAGER = web.AppKey("task_manager", TaskManager)
 """The application's task manager (required by the routes)."""
@@ -39,6 +53,11 @@ TASK_MANAGER = web.AppKey("task_manager", TaskManager)
 TenantResolver = Callable[[web.Request], str]
 
 TASK_TENANT: web.AppKey[TenantResolver] = web.AppKey("task_tenant")
+
+CollectionCheck = Callable[[web.Request, str], bool]
+
+TASK_ALLOWS: web.AppKey[CollectionCheck] = web.AppKey("task_allows")
+"""Whether the caller may read a collection; without it every collection is allowed."""
 """Who is asking (may raise the server's 401); without it every caller is ``"local"``."""
 
 _MAX_BODY = 16 * 1024
@@ -46,10 +65,21 @@ _MAX_BODY = 16 * 1024
 task_routes = web.RouteTableDef()
 
 
+TASK_PROBLEM_CODES: dict[str, str] = {
+    "invalid_json": "The request body is not valid JSON",
+    "validation_failed": "The request is invalid",
+    "body_too_large": "The request body is too large",
+    "collection_forbidden": "Collection not allowed",
+    "document_not_found": "No such document",
+    "task_not_found": "No such task",
+}
+"""Every ``code`` the task routes answer with (same shapes and titles as the server's)."""
+
+
 def _problem(status: int, code: str, detail: str) -> web.Response:
-    return web.json_response({"type": f"/problems/{code}", "title": code.replace("_", " "),
-                              "status": status, "code": code, "detail": detail},
-                             status=status, content_type="application/problem+json")
+    body = {"type": f"urn:reactive-rag:problem:{code}", "title": TASK_PROBLEM_CODES[code],
+            "status": status, "code": code, "detail": detail}
+    return web.json_response(body, status=status, content_type="application/problem+json")
 
 
 def _tenant(request: web.Request) -> str:
@@ -83,8 +113,13 @@ async def create_task(request: web.Request) -> web.Response:
         return _problem(400, "invalid_json", "the body is not JSON")
     if not isinstance(body, dict) or set(body) - {"collection", "doc_id"} or not all(
             isinstance(body.get(k), str) and body[k] for k in ("collection", "doc_id")):
-        return _problem(422, "invalid_task",
+        return _problem(422, "validation_failed",
                         "expected {\"collection\": str, \"doc_id\": str} and nothing else")
+    allows = request.app.get(TASK_ALLOWS)
+    if allows is not None and not allows(request, body["collection"]):
+        # Same answer whether the collection exists or not.
+        return _problem(403, "collection_forbidden",
+                        f"you may not read collection {body['collection']!r}")
     manager = request.app[TASK_MANAGER]
     try:
         task = await manager.submit_summary(body["collection"], body["doc_id"], tenant=tenant)
@@ -167,3 +202,88 @@ async def tasks_context(app: web.Application) -> AsyncIterator[None]:
     await manager.start()
     yield
     await manager.aclose()
+
+
+def setup_routes(app: web.Application) -> None:
+    """Mount the task routes on the ``reactive_rag.server`` application (its extras hook).
+
+    Tenants and collection scope come from the server's authentication; the
+    manager is built at start-up over the server's store and engine index.
+    """
+    from ..server import ENGINE_KEY, STORE_KEY, request_tenant
+
+    app[TASK_TENANT] = lambda request: request_tenant(request).name
+    app[TASK_ALLOWS] = lambda request, collection: request_tenant(request).allows(collection)
+    app.add_routes(task_routes)
+
+    async def start(app: web.Application) -> None:
+        # on_startup handlers run after every cleanup_ctx has started (the store is open).
+        manager = TaskManager(app[STORE_KEY], app[ENGINE_KEY].index)
+        app[TASK_MANAGER] = manager
+        await manager.start()
+
+    async def stop(app: web.Application) -> None:
+        # on_shutdown runs before cleanup, so workers stop before the store closes.
+        manager = app.get(TASK_MANAGER)
+        if manager is not None:
+            await manager.aclose()
+
+    app.on_startup.append(start)
+    app.on_shutdown.append(stop)
+
+
+def openapi_paths() -> dict[str, Any]:
+    """OpenAPI 3.1 path items of the task routes, for the server's document to merge."""
+    problem = {"$ref": "#/components/schemas/Problem"}
+    problems = {str(status): {"description": why, "content": {
+        "application/problem+json": {"schema": problem}}}
+        for status, why in (("401", "no valid token"), ("404", "no such task"))}
+    task = {"type": "object", "required": ["task_id", "kind", "status", "progress", "links"],
+            "properties": {
+                "task_id": {"type": "string"}, "kind": {"type": "string"},
+                "status": {"enum": ["pending", "running", "done", "failed", "cancelled"]},
+                "progress": {"type": "number", "minimum": 0, "maximum": 1},
+                "doc_id": {"type": ["string", "null"]},
+                "collection": {"type": ["string", "null"]},
+                "run_id": {"type": ["string", "null"]},
+                "result": {"description": "the summary once done: {collection, doc_id, chunks,"
+                                          " sentences: [{text, chunk_id, score}], text}"},
+                "error": {"type": ["string", "null"]},
+                "created_at": {"type": "number"}, "updated_at": {"type": "number"},
+                "links": {"type": "object", "properties": {
+                    "self": {"type": "string"}, "events": {"type": "string"}}}}}
+    task_id = [{"name": "task_id", "in": "path", "required": True,
+                "schema": {"type": "string"}}]
+    return {
+        "/v1/tasks": {"post": {
+            "summary": "Summarise a whole document in the background",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "additionalProperties": False,
+                "required": ["collection", "doc_id"],
+                "properties": {"collection": {"type": "string", "minLength": 1},
+                               "doc_id": {"type": "string", "minLength": 1}}}}}},
+            "responses": {
+                "201": {"description": "the task, pending",
+                        "content": {"application/json": {"schema": task}}},
+                **{k: {"description": v, "content": {
+                    "application/problem+json": {"schema": problem}}}
+                   for k, v in (("400", "invalid JSON"), ("401", "no valid token"),
+                                ("403", "collection not allowed"), ("404", "no such document"),
+                                ("413", "body too large"), ("422", "invalid body"))},
+            }}},
+        "/v1/tasks/{task_id}": {"get": {
+            "summary": "A task's status, progress and result",
+            "parameters": task_id,
+            "responses": {"200": {"description": "the task",
+                                  "content": {"application/json": {"schema": task}}},
+                          **problems}}},
+        "/v1/tasks/{task_id}/events": {"get": {
+            "summary": "The task's events as server-sent events (ids `<attempt>.<seq>`)",
+            "parameters": [*task_id, {"name": "Last-Event-ID", "in": "header",
+                                      "required": False, "schema": {"type": "string"}}],
+            "responses": {"200": {"description": "task.started, task.progress..., "
+                                                 "task.finished",
+                                  "content": {"text/event-stream": {"schema": {
+                                      "type": "string"}}}},
+                          **problems}}},
+    }

@@ -4,7 +4,7 @@ The page (``index.html``, ``app.js``, ``app.css``) talks only to the public
 HTTP API (``POST /v1/runs``, ``GET /v1/runs/{id}/events`` as SSE,
 ``POST /v1/runs/{id}/cancel``), so any server that implements that API can
 serve it. :func:`add_web_routes` mounts it on an aiohttp application: the page
-at ``/`` and its assets under ``/static/``.
+at ``/`` and its assets under ``/web/``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ async def _index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC_DIR / "index.html", headers=_NO_CACHE)
 
 
-def add_web_routes(app: web.Application, *, prefix: str = "/static") -> None:
-    """Serve the page at ``/`` and its assets under ``prefix`` (what ``index.html`` expects)."""
+def add_web_routes(app: web.Application) -> None:
+    """Serve the page at ``/`` and its assets under ``/web/`` (where ``index.html`` looks)."""
     app.router.add_get("/", _index, name="web-index")
-    app.router.add_static(prefix, STATIC_DIR, name="web-static", append_version=False)
+    app.router.add_static("/web/", STATIC_DIR, name="web-static", append_version=False)

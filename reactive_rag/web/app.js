@@ -137,7 +137,11 @@ async function follow(st) {
       }
       setConn("live", "live");
       attempt = 0;
-      await readSse(resp.body, (ev) => { if (st.generation === generation) apply(st, ev); });
+      await readSse(resp.body, (ev) => {
+        if (st.generation !== generation) return;
+        apply(st, ev);
+        if (st.finished) controller.abort();  // done, whether or not the server closes
+      });
       if (!st.finished) throw new Error("stream ended before the run finished");
     } catch (err) {
       if (st.generation !== generation || st.finished) break;

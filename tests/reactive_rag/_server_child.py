@@ -42,10 +42,14 @@ async def main(index_root: str, store_path: str, port_file: str) -> None:
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = runner.addresses[0][1]
+    _publish_port(port, port_file)
+    await asyncio.Event().wait()
+
+
+def _publish_port(port: int, port_file: str) -> None:
     tmp = Path(port_file + ".tmp")
     tmp.write_text(str(port))
     tmp.replace(port_file)
-    await asyncio.Event().wait()
 
 
 if __name__ == "__main__":

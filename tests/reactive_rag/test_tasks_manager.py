@@ -275,10 +275,10 @@ async def test_http_start_watch_resume_and_read_a_summary(api: tuple[str, Any]) 
 
 @pytest.mark.parametrize(("body", "status", "code"), [
     ({"collection": "docs", "doc_id": "nope"}, 404, "document_not_found"),
-    ({"collection": "docs"}, 422, "invalid_task"),
-    ({"collection": "docs", "doc_id": "rivers", "extra": 1}, 422, "invalid_task"),
-    ({"collection": 3, "doc_id": "rivers"}, 422, "invalid_task"),
-    ([], 422, "invalid_task"),
+    ({"collection": "docs"}, 422, "validation_failed"),
+    ({"collection": "docs", "doc_id": "rivers", "extra": 1}, 422, "validation_failed"),
+    ({"collection": 3, "doc_id": "rivers"}, 422, "validation_failed"),
+    ([], 422, "validation_failed"),
 ])
 async def test_http_bad_requests_get_problems(api: tuple[str, Any], body: Any, status: int,
                                               code: str) -> None:
@@ -303,3 +303,53 @@ async def test_http_tasks_are_scoped_to_their_tenant(api: tuple[str, Any]) -> No
         assert r.status == 200
     async with http.post(f"{base}/v1/tasks", data=b"{not json") as r:
         assert r.status == 400
+
+
+# --- mounted on the real server ---------------------------------------------------------------
+
+
+async def test_the_server_mounts_tasks_with_its_tenants_and_scopes(
+        index: CorpusIndex, tmp_path: Path) -> None:
+    from reactive_rag._engine import Engine
+    from reactive_rag.server import ServerConfig, TenantConfig, create_app, hash_token
+
+    config = ServerConfig(port=0, store=str(tmp_path / "runs.db"), tenants={
+        "alice": TenantConfig(token_sha256=(hash_token("alice-token"),), collections=("docs",)),
+        "bob": TenantConfig(token_sha256=(hash_token("bob-token"),), collections=("other",)),
+    })
+    runner = web.AppRunner(create_app(config, engine=Engine(index)))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    base = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    alice = {"Authorization": "Bearer alice-token"}
+    bob = {"Authorization": "Bearer bob-token"}
+    body = {"collection": "docs", "doc_id": "short"}
+    try:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(f"{base}/v1/tasks", json=body) as r:
+                assert r.status == 401
+            async with http.post(f"{base}/v1/tasks", json=body, headers=bob) as r:
+                assert r.status == 403 and (await r.json())["code"] == "collection_forbidden"
+            async with http.post(f"{base}/v1/tasks", json=body, headers=alice) as r:
+                assert r.status == 201
+                task = await r.json()
+            async with http.get(f"{base}{task['links']['events']}", headers=alice) as r:
+                frames = await read_frames(r)
+            assert frames[-1][1].type == "task.finished"
+            async with http.get(f"{base}/v1/tasks/{task['task_id']}", headers=bob) as r:
+                assert r.status == 404
+            async with http.get(f"{base}/v1/tasks/{task['task_id']}", headers=alice) as r:
+                assert (await r.json())["status"] == "done"
+    finally:
+        await runner.cleanup()
+
+
+def test_the_openapi_fragment_documents_every_task_route() -> None:
+    from reactive_rag.tasks import openapi_paths
+
+    routed = {(r.path, r.method.lower()) for r in task_routes  # type: ignore[union-attr]
+              if isinstance(r, web.RouteDef)}
+    documented = {(p, m) for p, ops in openapi_paths().items() for m in ops}
+    assert routed == documented
+    json.dumps(openapi_paths())  # plain JSON, mergeable into the server's document

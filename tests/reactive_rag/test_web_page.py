@@ -7,7 +7,9 @@ once, then show the verified answer and open a citation's highlighted source.
 
 Needs Debian's ``chromium`` and the ``playwright`` package (its bundled driver;
 no downloaded browser): ``scripts/install-browser.sh`` installs both. Skipped
-with the reason when either is missing.
+with the reason when either is missing, or failed when
+``REACTIVE_RAG_REQUIRE_BROWSER=1`` (CI sets it, so a missing install cannot hide).
+The screenshot is saved as ``test-artifacts/web-page.png``.
 """
 
 from __future__ import annotations
@@ -37,13 +39,22 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 
-pytestmark = [
-    pytest.mark.skipif(not CHROMIUM, reason="Debian chromium is not installed "
-                       "(scripts/install-browser.sh installs it)"),
-    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
-                       reason="the playwright package is not installed "
-                       "(scripts/install-browser.sh installs it)"),
-]
+if not CHROMIUM:
+    MISSING = "Debian chromium is not installed (bash scripts/install-browser.sh installs it)"
+elif importlib.util.find_spec("playwright") is None:
+    MISSING = "the playwright package is not installed (bash scripts/install-browser.sh)"
+else:
+    MISSING = ""
+
+
+@pytest.fixture(autouse=True)
+def _browser_available() -> None:
+    """Skip without a browser, unless CI said it must be there (then fail)."""
+    if MISSING:
+        if os.environ.get("REACTIVE_RAG_REQUIRE_BROWSER") == "1":
+            pytest.fail(MISSING)
+        pytest.skip(MISSING)
+
 
 WAIT_MS = 15_000
 
@@ -55,11 +66,33 @@ class Site:
     api: str
 
 
+TOKEN = "page-test-token"
+
+
+def make_app(engine: Engine, tmp_path: Path, *, secured: bool) -> web.Application:
+    """The real HTTP service when it is importable, else the stand-in with the same API."""
+    try:
+        from reactive_rag.server import ServerConfig, TenantConfig, create_app, hash_token
+    except ImportError:
+        if secured:
+            pytest.skip("the stand-in API has no authentication")
+        return standin_app(engine)
+    tenants = {"web": TenantConfig(token_sha256=(hash_token(TOKEN),))} if secured else {}
+    config = ServerConfig(port=0, store=str(tmp_path / "runs.db"), default_collections=("demo",),
+                          tenants=tenants)
+    return create_app(config, engine=engine)
+
+
 @pytest.fixture
-async def site(tmp_path: Path) -> AsyncIterator[Site]:
+def secured() -> bool:
+    return False
+
+
+@pytest.fixture
+async def site(tmp_path: Path, secured: bool) -> AsyncIterator[Site]:
     index = demo_index(tmp_path / "index")
     engine = Engine(index, web=Searcher([SlowProvider(0.35)]))
-    runner = web.AppRunner(standin_app(engine))
+    runner = web.AppRunner(make_app(engine, tmp_path, secured=secured))
     await runner.setup()
     tcp = web.TCPSite(runner, "127.0.0.1", 0)
     await tcp.start()
@@ -169,3 +202,19 @@ async def test_unknown_collection_is_reported_on_the_form(site: Site, page: Any)
     await error.wait_for(state="visible")
     assert "nope" in await error.inner_text()
     assert await page.evaluate("window.__rr.runId") is None
+
+
+@pytest.mark.parametrize("secured", [True])
+async def test_a_secured_server_needs_the_token_the_page_keeps(site: Site, page: Any) -> None:
+    await ask(page, site, "Who founded Bayer and when?")
+    error = page.locator("#form-error")
+    await error.wait_for(state="visible")
+    assert "Could not start the run" in await error.inner_text()
+
+    await page.click("details summary")
+    await page.fill("#token", TOKEN)
+    await page.dispatch_event("#token", "change")
+    await page.click("#start")
+    await page.wait_for_selector("body[data-outcome]")
+    assert await page.evaluate("document.body.dataset.outcome") == "answered"
+    assert await error.is_hidden()

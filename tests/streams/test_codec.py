@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 import streams
 from streams import (
     EVENT_TYPES,
+    BudgetTick,
     DecodeError,
+    EncodeError,
     Event,
     EvidenceChunk,
     Hit,
@@ -40,10 +42,15 @@ json_value = st.recursive(
 )
 
 
+int64 = st.integers(-(2**63), 2**63 - 1)
+
+
 def _strategy_for(annotation: Any) -> st.SearchStrategy[Any] | None:
     if annotation is float or annotation == (float | None):
         base = finite
         return base if annotation is float else st.none() | base
+    if annotation is int or annotation == (int | None):
+        return int64 if annotation is int else st.none() | int64
     return None
 
 
@@ -170,5 +177,13 @@ def test_third_party_event_types_decode_like_built_ins() -> None:
 
 
 def test_every_event_class_is_exported_and_registered() -> None:
-    for cls in EVENT_TYPES.values():
+    built_in = [c for c in EVENT_TYPES.values() if c.__module__ == "streams._events"]
+    assert len(built_in) >= 30
+    for cls in built_in:
         assert getattr(streams, cls.__name__) is cls
+
+
+def test_values_msgpack_cannot_carry_are_a_typed_encode_error() -> None:
+    event = BudgetTick(steps=2**70)
+    with pytest.raises(EncodeError, match=r"budget\.tick"):
+        encode_msgpack(event)

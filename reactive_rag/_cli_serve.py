@@ -1,0 +1,149 @@
+"""``reactive-rag serve``, ``reactive-rag runs`` and ``reactive-rag replay RUN_ID``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from streams import RunFinished, encode_json
+
+from ._console import EventPrinter
+from .store import RunNotFound, RunStore
+
+__all__ = ["add_serve_commands"]
+
+
+def add_serve_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``serve``, ``runs`` and ``replay`` on the main CLI parser."""
+    serve = subparsers.add_parser(
+        "serve", help="run the HTTP service (runs over HTTP, events over SSE/WebSocket)",
+        description="Serves the API and the web page. With no tenants in the config, one open "
+        "'default' tenant is served on 127.0.0.1 only.")
+    serve.add_argument("--host", default=None, help="interface to bind (needs tenants)")
+    serve.add_argument("--port", type=int, default=None, help="TCP port (default 8080)")
+    serve.add_argument("--config", default=None, help="TOML config file (tenants, store...)")
+    serve.add_argument("--store", default=None,
+                       help="SQLite path or redis:// URL (default $REACTIVE_RAG_HOME/runs.db)")
+    serve.set_defaults(func=_cmd_serve)
+    runs = subparsers.add_parser("runs", help="list stored runs, newest first")
+    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--tenant", default="default")
+    runs.add_argument("--store", default=None)
+    runs.add_argument("--config", default=None)
+    runs.add_argument("--json", action="store_true", help="one JSON object per line")
+    runs.set_defaults(func=_cmd_runs)
+    replay = subparsers.add_parser("replay", help="re-render a stored run's event stream")
+    replay.add_argument("run_id")
+    replay.add_argument("--store", default=None)
+    replay.add_argument("--config", default=None)
+    replay.add_argument("--json", action="store_true", help="events as JSON lines")
+    replay.add_argument("--progress", action="store_true", help="show budget ticks")
+    replay.set_defaults(func=_cmd_replay)
+
+
+def _config(args: argparse.Namespace, **overrides: Any) -> Any:
+    from .server import ServerConfig
+
+    return ServerConfig.load(args.config, store=args.store, **overrides)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from .server import ConfigError, RedactingAccessLogger, create_app
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    try:
+        config = _config(args, host=args.host, port=args.port)
+    except ConfigError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        return 2
+    if config.open_mode and config.host != "127.0.0.1":
+        logging.getLogger("reactive_rag.server").warning(
+            "host %s ignored: without tenants the server only listens on 127.0.0.1",
+            config.host)
+    web.run_app(create_app(config), host=config.bind_host, port=config.port,
+                access_log_class=RedactingAccessLogger,
+                print=lambda msg: logging.getLogger("reactive_rag.server").info(
+                    "%s (store: %s)", msg.strip(), config.store_target()))
+    return 0
+
+
+async def _open_store(args: argparse.Namespace) -> RunStore:
+    from .server import make_store
+
+    store = make_store(_config(args).store_target())
+    await store.open()
+    return store
+
+
+def _cmd_runs(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        store = await _open_store(args)
+        try:
+            page = await store.list_runs(args.tenant, limit=max(1, args.limit))
+        finally:
+            await store.close()
+        if args.json:
+            for r in page.runs:
+                print(json.dumps({"run_id": r.run_id, "status": r.status, "outcome": r.outcome,
+                                  "question": r.question, "mode": r.mode,
+                                  "created": r.created_at, "events": r.last_seq}))
+            return 0
+        table = Table("run", "created", "status", "outcome", "events", "question")
+        for r in page.runs:
+            created = datetime.fromtimestamp(r.created_at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+            table.add_row(r.run_id, created, r.status, r.outcome or "", str(r.last_seq),
+                          r.question[:60])
+        Console().print(table)
+        return 0
+
+    return asyncio.run(go())
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    async def go() -> int:
+        store = await _open_store(args)
+        console = Console(highlight=False)
+        printer = EventPrinter(console, show_progress=args.progress)
+        finished: RunFinished | None = None
+        try:
+            events = store.events(args.run_id)
+            try:
+                async for event in events:
+                    if args.json:
+                        print(encode_json(event))
+                    else:
+                        printer.print(event)
+                    if isinstance(event, RunFinished):
+                        finished = event
+            except RunNotFound:
+                Console(stderr=True).print(f"[red]error:[/red] no run {args.run_id!r} in the store")
+                return 1
+            finally:
+                with contextlib.suppress(Exception):
+                    await events.aclose()  # type: ignore[attr-defined]
+        finally:
+            await store.close()
+        if finished is None:
+            console.print("[dim]the run has no run.finished event yet (still running?)[/dim]")
+        elif not args.json:
+            console.rule(finished.outcome.replace("_", " "))
+            if finished.answer:
+                console.print(finished.answer)
+            if finished.reason:
+                console.print(f"[dim]{finished.reason}[/dim]")
+            for number, claim in enumerate(finished.claims, 1):
+                console.print(f"  [{number}] [bold]{claim.source_id}[/bold]")
+                console.print(f"      “{claim.quote}”", style="italic")
+        return 0
+
+    return asyncio.run(go())
