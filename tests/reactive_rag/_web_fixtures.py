@@ -20,27 +20,12 @@ from aiohttp import web
 
 from actors.models import HashingEmbedder
 from reactive_rag._engine import Engine, RunHandle
-from reactive_rag.index import CorpusIndex, Document
+from reactive_rag.index import CorpusIndex
 from reactive_rag.run import RunConfigError
 from reactive_rag.web import add_web_routes
 from streams import AsyncSubscriber, Event, Hit, encode_json
 
-DOCS = [
-    Document(id="aspirin", title="Aspirin", text=(
-        "Aspirin is a medication used to reduce pain, fever, or inflammation. "
-        "Aspirin was first isolated by Felix Hoffmann, a chemist at Bayer, in 1897. "
-        "It is one of the most widely used medications globally.")),
-    Document(id="bayer", title="Bayer", text=(
-        "Bayer AG is a German multinational pharmaceutical and biotechnology company. "
-        "Bayer was founded in Barmen in 1863 by Friedrich Bayer and Johann Friedrich Weskott. "
-        "Its headquarters are in Leverkusen.")),
-    Document(id="cats", title="Cat", text=(
-        "The cat is a small domesticated carnivorous mammal. Cats are kept as pets and "
-        "valued for companionship and hunting rodents.")),
-    Document(id="tea", title="Tea", text=(
-        "Tea is an aromatic beverage prepared by pouring hot water over cured leaves of "
-        "Camellia sinensis. After water, it is the most widely consumed drink in the world.")),
-]
+from ._corpus import DOCS
 
 
 class SlowProvider:
