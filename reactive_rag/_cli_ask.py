@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
@@ -99,11 +99,14 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any]) -> RunResult:
     web: Searcher | None = None
     chat: OpenAIChatClient | None = None
+    compression: Literal["none", "rag"] = "none"
     if args.web:
         try:
-            web = Searcher.from_config(load_search_config().tenant())
+            tenant = load_search_config().tenant()
+            web = Searcher.from_config(tenant)
         except ProviderError as exc:
             raise RunConfigError(f"--web: {exc}") from exc
+        compression = tenant.compression
     planner: Callable[[], PlannerPolicy] | None = None
     writer: Callable[[], WriterPolicy] | None = None
     if args.model_url:
@@ -117,7 +120,8 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
         def writer() -> WriterPolicy:
             return ChatWriter(client)
 
-    engine = Engine(CorpusIndex(args.root), web=web, planner=planner, writer=writer)
+    engine = Engine(CorpusIndex(args.root), web=web, web_compression=compression,
+                    planner=planner, writer=writer)
     try:
         collections = tuple(args.collections or (STDLIB_COLLECTION,))
         if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):

@@ -47,6 +47,7 @@ from .index import (
     stdlib_documents,
 )
 from .run import Budget, RunConfigError, RunController, initial_state
+from .session import CompressingProvider, SessionKnowledgeBase
 
 __all__ = ["Citation", "Engine", "RunHandle", "RunResult", "ask"]
 
@@ -129,6 +130,9 @@ class Engine:
         web: a tenant's web searcher (providers behind retries and circuit
             breakers, blacklist, fallback); runs then search the web next to the
             local corpus and may scrape pages (SSRF-guarded).
+        web_compression: ``"rag"`` indexes each run's web hits into a temporary
+            session knowledge base and answers every search from it (passages
+            round-robin across URLs); the base is dropped when the run ends.
         embedder: model for reranking and loop detection (default: the index's).
     """
 
@@ -139,6 +143,7 @@ class Engine:
         planner: PlannerFactory | None = None,
         writer: WriterFactory | None = None,
         web: Searcher | None = None,
+        web_compression: Literal["none", "rag"] = "none",
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
     ) -> None:
@@ -148,6 +153,7 @@ class Engine:
         self._planner = planner
         self._writer = writer
         self._web = web
+        self._compression = web_compression
         self._runs: dict[str, RunHandle] = {}
 
     @property
@@ -218,9 +224,10 @@ class Engine:
             raise RunConfigError(f"run id {run_id!r} is already in use")
         stream = RunStream(run_id)
         handle = RunHandle(run_id, stream)
-        actors = self._actors(question, mode, limits, collections)
+        session_kbs: list[SessionKnowledgeBase] = []
+        actors = self._actors(run_id, question, mode, limits, collections, session_kbs)
         handle._task = asyncio.get_running_loop().create_task(
-            self._drive(handle, actors, question, mode, limits, collections, edges),
+            self._drive(handle, actors, question, mode, limits, collections, edges, session_kbs),
             name=f"run:{run_id}")
         self._runs[run_id] = handle
         return handle
@@ -229,11 +236,20 @@ class Engine:
         """Start a run and wait for its result."""
         return await self.start(question, **options).wait()
 
-    def _actors(self, question: str, mode: Mode, budget: Budget,
-                collections: tuple[str, ...]) -> list[Actor]:
+    def _actors(self, run_id: str, question: str, mode: Mode, budget: Budget,
+                collections: tuple[str, ...],
+                session_kbs: list[SessionKnowledgeBase]) -> list[Actor]:
         provider = LocalCorpusProvider(self.index, collections, name="local")
         if self._web is not None:
-            searcher = self._web.with_providers([provider], provider_timeout_s=budget.tool_call_s)
+            web = self._web
+            if self._compression == "rag":
+                kb = SessionKnowledgeBase(run_id)
+                session_kbs.append(kb)
+                web = Searcher(
+                    {name: CompressingProvider(p, kb) for name, p in web.providers.items()},
+                    primary=web.primary, fallback=web.fallback, hedge_delay_s=web.hedge_delay_s,
+                    blacklist=web.blacklist, max_results=web.max_results)
+            searcher = web.with_providers([provider], provider_timeout_s=budget.tool_call_s)
         else:
             searcher = Searcher([provider], provider_timeout_s=budget.tool_call_s)
         searcher_actor = SearcherActor(searcher)
@@ -262,7 +278,8 @@ class Engine:
 
     async def _drive(self, handle: RunHandle, actors: list[Actor], question: str, mode: Mode,
                      budget: Budget, collections: tuple[str, ...],
-                     edges: Mapping[str, Sequence[EdgeOperator]] | None) -> RunResult:
+                     edges: Mapping[str, Sequence[EdgeOperator]] | None,
+                     session_kbs: Sequence[SessionKnowledgeBase] = ()) -> RunResult:
         t0 = time.perf_counter()
         run = ActorRun(handle.stream, actors, edges=edges, deadline_s=budget.wall_s,
                        grace_s=budget.finalize_s)
@@ -278,6 +295,9 @@ class Engine:
             if handle.stream.finished is None:  # pragma: no cover - ActorRun always finishes
                 raise
             del exc
+        finally:
+            for kb in session_kbs:  # the session's temporary index goes with the run
+                await kb.close()
         return _result(handle.stream, time.perf_counter() - t0)
 
     def forget(self, run_id: str) -> None:

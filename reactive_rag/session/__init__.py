@@ -4,10 +4,12 @@ from ._exceptions import SessionClosed, SessionError
 from ._hybrid import HybridSessionIndex
 from ._index import Bm25SessionIndex, SessionIndex
 from ._kb import SessionKnowledgeBase, pick_round_robin
+from ._provider import CompressingProvider
 from ._store import SessionStore
 
 __all__ = [
     "Bm25SessionIndex",
+    "CompressingProvider",
     "HybridSessionIndex",
     "SessionClosed",
     "SessionError",

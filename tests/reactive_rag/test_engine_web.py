@@ -48,3 +48,33 @@ async def test_web_hits_are_searched_next_to_the_corpus_and_cited(index: CorpusI
     assert not any("blocked.example" in u for u in urls)
     assert any("Friedrich Bayer" in c.claim.quote for c in result.citations)
     assert web_api.requests["searxng"] >= 1
+
+
+async def test_compression_rag_answers_from_the_session_index_round_robin(
+        index: CorpusIndex) -> None:
+    long_page = " ".join(
+        f"Paragraph {i} of the Bayer chronicle talks about dyes and chemistry in the Rhine "
+        f"valley during year {1850 + i}." for i in range(120))
+    async with fake_web() as web_api:
+        web_api.results["searxng"] = [
+            Result(url="https://chronicle.example/bayer", title="Bayer chronicle",
+                   snippet="A long chronicle", content=long_page),
+            Result(url="https://history.example/bayer", title="Bayer company history",
+                   snippet="Friedrich Bayer founded the dye company Bayer in Barmen in 1863."),
+        ]
+        config = TenantSearchConfig(providers={"searxng": web_api.settings("searxng")},
+                                    compression="rag")
+        searcher = Searcher.from_config(config)
+        engine = Engine(index, web=searcher, web_compression="rag")
+        try:
+            result = await engine.ask("Who founded the Bayer company in 1863?",
+                                      collections=["demo"])
+        finally:
+            await searcher.aclose()
+    assert result.outcome == "answered", result.reason
+    web_chunks = [c for c in result.evidence.values() if c.url.startswith("https://")]
+    # the long page was chunked in the session index; passages, not whole pages, came back
+    assert web_chunks and all(len(c.text.split()) <= 320 for c in web_chunks)
+    assert {c.url for c in web_chunks} == {"https://chronicle.example/bayer",
+                                          "https://history.example/bayer"}
+    assert any("Friedrich Bayer" in c.claim.quote for c in result.citations)
