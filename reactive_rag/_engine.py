@@ -174,7 +174,7 @@ class Engine:
 
     @property
     def runs(self) -> Mapping[str, RunHandle]:
-        """Runs started by this engine that have not been forgotten."""
+        """Runs started by this engine and still going."""
         return dict(self._runs)
 
     def ensure_stdlib_corpus(self, progress: Progress | None = None) -> bool:
@@ -230,6 +230,12 @@ class Engine:
             self._drive(handle, actors, question, mode, limits, collections, edges, session_kbs),
             name=f"run:{run_id}")
         self._runs[run_id] = handle
+        # A finished run leaves the engine's table by itself (its events stay in
+        # the handle and in any store), so a long-lived engine does not grow.
+        def leave(_task: asyncio.Task[RunResult]) -> None:
+            self._runs.pop(handle.run_id, None)
+
+        handle._task.add_done_callback(leave)
         return handle
 
     async def ask(self, question: str, **options: Any) -> RunResult:
@@ -301,7 +307,7 @@ class Engine:
         return _result(handle.stream, time.perf_counter() - t0)
 
     def forget(self, run_id: str) -> None:
-        """Drop a finished run from :attr:`runs` (its events stay in any store)."""
+        """Drop a finished run from :attr:`runs` now (it also leaves by itself when done)."""
         handle = self._runs.get(run_id)
         if handle is not None and handle.done:
             del self._runs[run_id]

@@ -42,6 +42,14 @@ async def test_ask_answers_with_quotes_found_in_registered_evidence(engine: Engi
     assert [e.seq for e in result.events] == list(range(1, len(result.events) + 1))
 
 
+async def test_finished_runs_leave_the_engine_table(engine: Engine) -> None:
+    handle = engine.start("Who founded Bayer?", collections=["demo"])
+    assert handle.run_id in engine.runs
+    await handle.wait()
+    await asyncio.sleep(0)
+    assert handle.run_id not in engine.runs
+
+
 async def test_rag_mode_searches_once(engine: Engine) -> None:
     result = await engine.ask("Who isolated aspirin?", mode="rag", collections=["demo"])
     assert result.answered and result.count("search.requested") == 1
