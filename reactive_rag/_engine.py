@@ -177,6 +177,15 @@ class Engine:
         """Runs started by this engine and still going."""
         return dict(self._runs)
 
+    def warm_up(self) -> None:
+        """Load the embedding model now (blocking; call it in a thread).
+
+        Loading takes about a second the first time; doing it here keeps that
+        off the event loop of whoever starts the first run.
+        """
+        self.embedder.embed_queries(["warm up"])
+        _ = self.reranker
+
     def ensure_stdlib_corpus(self, progress: Progress | None = None) -> bool:
         """Build the default collection (standard-library docs) if it does not exist.
 

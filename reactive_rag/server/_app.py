@@ -409,6 +409,9 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
             log.info("indexing the standard-library docs in the background (first start only)")
             app[CORPUS_TASK_KEY] = asyncio.get_running_loop().create_task(
                 asyncio.to_thread(run_engine.ensure_stdlib_corpus), name="default-corpus")
+        elif own_engine:
+            # load the embedding model off the event loop before the first run needs it
+            await asyncio.to_thread(run_engine.warm_up)
         if config.open_mode:
             log.warning("no tenants configured: one open 'default' tenant without "
                         "authentication, listening on 127.0.0.1 only")
