@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from actors import Actor, ActorContext, error_info
 from streams import Event, ReadCompleted, ReadFailed, ReadRequested
 
-from .index import ChunkNotFound, CollectionNotFound, CorpusIndex
+from .index import Chunk, ChunkNotFound, CollectionNotFound, CorpusIndex
 
 __all__ = ["OutOfScope", "ReaderActor"]
 
@@ -40,7 +40,7 @@ class ReaderActor(Actor):
         return [ReadCompleted(call_id=msg.call_id, chunk_id=msg.chunk_id,
                               chunks=tuple(c.to_evidence() for c in chunks))]
 
-    def _read(self, msg: ReadRequested) -> list:  # type: ignore[type-arg]
+    def _read(self, msg: ReadRequested) -> list[Chunk]:
         count = max(1, min(msg.count, 3))
         for collection in self.collections:
             try:
