@@ -66,6 +66,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                         "(default: $REACTIVE_RAG_CHAT_URL; none: offline policies)")
     p.add_argument("--model", default=os.environ.get("REACTIVE_RAG_CHAT_MODEL", "default"),
                    help="model name sent to the chat server")
+    p.add_argument("--model-quirks", choices=("none", "llama-cpp-python"),
+                   default=os.environ.get("REACTIVE_RAG_CHAT_QUIRKS", "none"),
+                   help="work around a server's limits (llama-cpp-python: no streamed tool "
+                        "calls, tool results sent as user messages)")
 
 
 def _parse_budget(items: list[str]) -> dict[str, Any]:
@@ -113,9 +117,10 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
         chat = OpenAIChatClient(args.model_url, model=args.model,
                                 api_key=os.environ.get("REACTIVE_RAG_CHAT_API_KEY"))
         client = chat
+        quirky = args.model_quirks == "llama-cpp-python"
 
         def planner() -> PlannerPolicy:
-            return ChatPlanner(client)
+            return ChatPlanner(client, stream=not quirky, results_as_user=quirky)
 
         def writer() -> WriterPolicy:
             return ChatWriter(client)
