@@ -247,12 +247,25 @@ class RunStream:
             stamped = _stamped_copy(event, envelope)
             if isinstance(stamped, RunFinished):
                 self._finished = stamped
-            self._pending.append(stamped)
-            if self._dispatching:
+            if self._dispatching:  # re-entrant: delivered after the current event
+                self._pending.append(stamped)
                 return stamped
             self._dispatching = True
-        self._drain()
-        return stamped
+            taps = self._record(stamped)
+        try:
+            self._dispatch(stamped, taps)
+            while True:
+                with self._lock:
+                    if not self._pending:
+                        self._dispatching = False
+                        return stamped
+                    queued = self._pending.popleft()
+                    taps = self._record(queued)
+                self._dispatch(queued, taps)
+        except BaseException:
+            with self._lock:
+                self._dispatching = False
+            raise
 
     def try_publish(self, event: Event, **envelope: Any) -> Event | None:
         """Like :meth:`publish`, but returns ``None`` instead of raising once finished."""
@@ -261,31 +274,22 @@ class RunStream:
         except StreamClosed:
             return None
 
-    def _drain(self) -> None:
-        completed = False
-        try:
-            while True:
-                with self._lock:
-                    if not self._pending:
-                        self._dispatching = False
-                        return
-                    event = self._pending.popleft()
-                    if self._history is not None:
-                        self._history.append(event)
-                    self._last_delivered = event.seq
-                    taps = self._taps.get(event.type)
-                    if taps:
-                        taps = list(taps)
-                if taps:
-                    self._deliver_to_taps(taps, event)
-                self._subject.on_next(event)
-                if isinstance(event, RunFinished) and not completed:
-                    completed = True
-                    self._subject.on_completed()
-        except BaseException:
-            with self._lock:
-                self._dispatching = False
-            raise
+    def _record(self, event: Event) -> list[_Tap] | None:
+        """Under the lock: append to history (replay reads it) and snapshot the taps."""
+        if self._history is not None:
+            self._history.append(event)
+        self._last_delivered = event.seq
+        taps = self._taps.get(event.type)
+        return list(taps) if taps else None
+
+    def _dispatch(self, event: Event, taps: list[_Tap] | None) -> None:
+        if taps:
+            self._deliver_to_taps(taps, event)
+        subject = self._subject
+        if subject.observers:  # the common case of no observable subscriber costs nothing
+            subject.on_next(event)
+        if isinstance(event, RunFinished):
+            subject.on_completed()
 
     def _deliver_to_taps(self, taps: list[_Tap], event: Event) -> None:
         for entry in taps:
