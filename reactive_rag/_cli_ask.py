@@ -195,13 +195,7 @@ def result_json(result: RunResult) -> dict[str, Any]:
         "answer": result.answer,
         "reason": result.reason,
         "elapsed_s": round(result.elapsed_s, 3),
-        "citations": [
-            {"number": c.number, "statement": c.claim.statement, "quote": c.claim.quote,
-             "source_id": c.claim.source_id,
-             "title": c.chunk.title if c.chunk else None,
-             "url": c.chunk.url if c.chunk else None}
-            for c in result.citations
-        ],
+        "citations": [c.to_json() for c in result.citations],
         "evidence": len(result.evidence),
         "searches": result.count("search.requested"),
         "reads": result.count("read.requested"),

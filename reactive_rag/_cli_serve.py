@@ -13,9 +13,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from streams import RunFinished, encode_json
+from streams import Event, RunFinished, encode_json
 
+from ._cli_ask import render_result
 from ._console import EventPrinter
+from ._engine import RunResult
 from .store import RunNotFound, RunStore
 
 __all__ = ["add_serve_commands"]
@@ -114,17 +116,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         store = await _open_store(args)
         console = Console(highlight=False)
         printer = EventPrinter(console, show_progress=args.progress)
-        finished: RunFinished | None = None
+        seen: list[Event] = []
         try:
             events = store.events(args.run_id)
             try:
                 async for event in events:
+                    seen.append(event)
                     if args.json:
                         print(encode_json(event))
                     else:
                         printer.print(event)
-                    if isinstance(event, RunFinished):
-                        finished = event
             except RunNotFound:
                 Console(stderr=True).print(f"[red]error:[/red] no run {args.run_id!r} in the store")
                 return 1
@@ -133,17 +134,10 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                     await events.aclose()  # type: ignore[attr-defined]
         finally:
             await store.close()
-        if finished is None:
+        if not seen or not isinstance(seen[-1], RunFinished):
             console.print("[dim]the run has no run.finished event yet (still running?)[/dim]")
         elif not args.json:
-            console.rule(finished.outcome.replace("_", " "))
-            if finished.answer:
-                console.print(finished.answer)
-            if finished.reason:
-                console.print(f"[dim]{finished.reason}[/dim]")
-            for number, claim in enumerate(finished.claims, 1):
-                console.print(f"  [{number}] [bold]{claim.source_id}[/bold]")
-                console.print(f"      “{claim.quote}”", style="italic")
+            render_result(RunResult.from_events(seen), console)
         return 0
 
     return asyncio.run(go())

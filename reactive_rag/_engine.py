@@ -23,7 +23,16 @@ from actors.models import Embedder
 from actors.rerank import Reranker, RerankerActor
 from actors.scrape import ScraperActor
 from actors.search import Searcher, SearcherActor
-from streams import Claim, Event, EvidenceChunk, EvidenceRegistered, Outcome, RunStarted, RunStream
+from streams import (
+    Claim,
+    Event,
+    EvidenceChunk,
+    EvidenceRegistered,
+    Outcome,
+    RunFinished,
+    RunStarted,
+    RunStream,
+)
 
 from ._reader import ReaderActor
 from .agent import (
@@ -62,6 +71,13 @@ class Citation:
     claim: Claim
     chunk: EvidenceChunk | None
 
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON data (the shape the CLI's ``--json`` and the HTTP API return)."""
+        return {"number": self.number, "statement": self.claim.statement,
+                "quote": self.claim.quote, "source_id": self.claim.source_id,
+                "title": self.chunk.title if self.chunk else None,
+                "url": self.chunk.url if self.chunk else None}
+
 
 @dataclass(frozen=True, slots=True)
 class RunResult:
@@ -75,6 +91,31 @@ class RunResult:
     evidence: Mapping[str, EvidenceChunk]
     events: tuple[Event, ...]
     elapsed_s: float
+
+    @classmethod
+    def from_events(cls, events: Sequence[Event], *, elapsed_s: float | None = None) -> RunResult:
+        """Rebuild a finished run's result from its events (live, stored or replayed).
+
+        ``elapsed_s`` defaults to the time between the first and last event.
+
+        Raises:
+            ValueError: the events hold no ``run.finished`` (the run is still going).
+        """
+        finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+        if finished is None:
+            raise ValueError("these events hold no run.finished: the run has not ended")
+        evidence: dict[str, EvidenceChunk] = {}
+        for event in events:
+            if isinstance(event, EvidenceRegistered):
+                for chunk in event.chunks:
+                    evidence.setdefault(chunk.id, chunk)
+        citations = tuple(Citation(i, claim, evidence.get(claim.source_id))
+                          for i, claim in enumerate(finished.claims, 1))
+        if elapsed_s is None:
+            elapsed_s = events[-1].ts - events[0].ts
+        return cls(run_id=finished.run_id, outcome=finished.outcome, answer=finished.answer,
+                   reason=finished.reason, citations=citations, evidence=evidence,
+                   events=tuple(events), elapsed_s=elapsed_s)
 
     @property
     def answered(self) -> bool:
@@ -313,7 +354,8 @@ class Engine:
         finally:
             for kb in session_kbs:  # the session's temporary index goes with the run
                 await kb.close()
-        return _result(handle.stream, time.perf_counter() - t0)
+        return RunResult.from_events(handle.stream.history(),
+                                     elapsed_s=time.perf_counter() - t0)
 
     def forget(self, run_id: str) -> None:
         """Drop a finished run from :attr:`runs` now (it also leaves by itself when done)."""
@@ -341,20 +383,6 @@ def _budget_dict(budget: Budget) -> dict[str, Any]:
     return {f: getattr(budget, f) for f in budget.__dataclass_fields__}
 
 
-def _result(stream: RunStream, elapsed: float) -> RunResult:
-    finished = stream.finished
-    assert finished is not None
-    events = tuple(stream.history())
-    evidence: dict[str, EvidenceChunk] = {}
-    for event in events:
-        if isinstance(event, EvidenceRegistered):
-            for chunk in event.chunks:
-                evidence.setdefault(chunk.id, chunk)
-    citations = tuple(Citation(i, claim, evidence.get(claim.source_id))
-                      for i, claim in enumerate(finished.claims, 1))
-    return RunResult(run_id=stream.run_id, outcome=finished.outcome, answer=finished.answer,
-                     reason=finished.reason, citations=citations, evidence=evidence,
-                     events=events, elapsed_s=elapsed)
 
 
 _default_engine: Engine | None = None

@@ -22,10 +22,9 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_request import BaseRequest
 from pydantic import ValidationError
 
-from streams import Event, RunFinished
-from streams import EvidenceRegistered as _EvidenceRegistered
+from streams import Event, RunFinished, RunStarted
 
-from .._engine import Engine
+from .._engine import Engine, RunResult
 from ..index import STDLIB_COLLECTION, CorpusIndex
 from ..store import RunRecord, RunStore, SqliteRunStore
 from ._auth import Authenticator, Tenant
@@ -184,28 +183,15 @@ async def get_run(request: web.Request) -> web.Response:
     record = await store.get_run(run_id, tenant.name)
     body = _summary(record)
     body.update(answer="", reason="", citations=[], collections=[])
-    finished: RunFinished | None = None
-    evidence: dict[str, Any] = {}
     replay = cast(AsyncGenerator[Event, None], store.events(run_id, tenant=tenant.name))
-    async with contextlib.aclosing(replay) as events:
-        async for event in events:
-            if event.type == "run.started":
-                body["collections"] = list(getattr(event, "collections", ()))
-            elif isinstance(event, _EvidenceRegistered):
-                for chunk in event.chunks:
-                    evidence.setdefault(chunk.id, chunk)
-            elif isinstance(event, RunFinished):
-                finished = event
-    if finished is not None:
-        body["answer"] = finished.answer
-        body["reason"] = finished.reason
-        body["citations"] = [
-            {"number": i, "statement": claim.statement, "quote": claim.quote,
-             "source_id": claim.source_id,
-             "title": evidence[claim.source_id].title if claim.source_id in evidence else None,
-             "url": evidence[claim.source_id].url if claim.source_id in evidence else None}
-            for i, claim in enumerate(finished.claims, 1)
-        ]
+    async with contextlib.aclosing(replay) as stored:
+        events = [event async for event in stored]
+    if events and isinstance(events[0], RunStarted):
+        body["collections"] = list(events[0].collections)
+    if events and isinstance(events[-1], RunFinished):
+        result = RunResult.from_events(events)
+        body.update(answer=result.answer, reason=result.reason,
+                    citations=[c.to_json() for c in result.citations])
     return web.json_response(body)
 
 
