@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ from ._server_fixtures import (
     QUESTION,
     GatedPlanner,
     auth,
-    build_index,
     read_sse,
     serve,
     start_run,
@@ -26,16 +24,9 @@ from ._server_fixtures import (
 )
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusIndex]:
-    idx = build_index(tmp_path_factory.mktemp("idx"))
-    yield idx
-    idx.close()
-
-
 async def test_a_run_streams_every_event_in_order_then_reports_its_answer(
-        tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index) as client:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index) as client:
         resp = await client.post("/v1/runs", json={"question": QUESTION, "collections": ["demo"]})
         assert resp.status == 201
         created = await resp.json()
@@ -58,8 +49,8 @@ async def test_a_run_streams_every_event_in_order_then_reports_its_answer(
 
 
 async def test_resume_with_last_event_id_or_after_gives_the_rest_once(
-        tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index) as client:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index) as client:
         run_id = await start_run(client)
         async with client.get(f"/v1/runs/{run_id}/events") as resp:
             full = (await read_sse(resp)).seqs
@@ -76,10 +67,10 @@ async def test_resume_with_last_event_id_or_after_gives_the_rest_once(
 
 
 async def test_a_live_run_is_followed_and_a_client_leaving_does_not_cancel_it(
-        tmp_path: Path, index: CorpusIndex) -> None:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
     GatedPlanner.gate = asyncio.Event()
     try:
-        async with serve(tmp_path, index, planner=GatedPlanner) as client:
+        async with serve(tmp_path, server_index, planner=GatedPlanner) as client:
             run_id = await start_run(client)
             async with client.get(f"/v1/runs/{run_id}/events") as resp:
                 first = await read_sse(resp, limit=2)  # then the client hangs up
@@ -93,10 +84,11 @@ async def test_a_live_run_is_followed_and_a_client_leaving_does_not_cancel_it(
         GatedPlanner.gate = None
 
 
-async def test_websocket_streams_resumes_and_cancels(tmp_path: Path, index: CorpusIndex) -> None:
+async def test_websocket_streams_resumes_and_cancels(
+        tmp_path: Path, server_index: CorpusIndex) -> None:
     GatedPlanner.gate = asyncio.Event()
     try:
-        async with serve(tmp_path, index, planner=GatedPlanner) as client:
+        async with serve(tmp_path, server_index, planner=GatedPlanner) as client:
             run_id = await start_run(client)
             async with client.ws_connect(f"/v1/runs/{run_id}/ws?after=1") as ws:
                 first = json.loads((await ws.receive(timeout=10)).data)
@@ -118,8 +110,8 @@ async def test_websocket_streams_resumes_and_cancels(tmp_path: Path, index: Corp
 
 
 async def test_a_cancel_right_after_the_start_is_not_lost(
-        tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index) as client:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index) as client:
         for _ in range(5):
             run_id = await start_run(client)
             resp = await client.post(f"/v1/runs/{run_id}/cancel")
@@ -152,9 +144,9 @@ async def test_a_cancel_right_after_the_start_is_not_lost(
     (["question"], 422, "validation_failed", None),
 ])
 async def test_bad_bodies_are_refused_with_the_field(
-        tmp_path: Path, index: CorpusIndex, body: Any, status: int, code: str,
+        tmp_path: Path, server_index: CorpusIndex, body: Any, status: int, code: str,
         field: str | None) -> None:
-    async with serve(tmp_path, index) as client:
+    async with serve(tmp_path, server_index) as client:
         resp = await client.post("/v1/runs", json=body)
         problem = await resp.json()
         assert resp.status == status, problem
@@ -166,8 +158,8 @@ async def test_bad_bodies_are_refused_with_the_field(
         assert (await (await client.get("/v1/runs")).json())["runs"] == []
 
 
-async def test_body_size_type_and_json_errors(tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index) as client:
+async def test_body_size_type_and_json_errors(tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index) as client:
         big = json.dumps({"question": "q", "pad": "x" * 70_000})
         resp = await client.post("/v1/runs", data=big,
                                  headers={"Content-Type": "application/json"})
@@ -184,8 +176,8 @@ async def test_body_size_type_and_json_errors(tmp_path: Path, index: CorpusIndex
         assert resp.status == 405 and (await resp.json())["code"] == "method_not_allowed"
 
 
-async def test_runs_are_paged_newest_first(tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index) as client:
+async def test_runs_are_paged_newest_first(tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index) as client:
         ids = [await start_run(client, mode="rag") for _ in range(5)]
         seen: list[str] = []
         cursor: str | None = None
@@ -202,10 +194,11 @@ async def test_runs_are_paged_newest_first(tmp_path: Path, index: CorpusIndex) -
             assert resp.status == 422
 
 
-async def test_rate_limits_answer_429_with_retry_after(tmp_path: Path, index: CorpusIndex) -> None:
+async def test_rate_limits_answer_429_with_retry_after(
+        tmp_path: Path, server_index: CorpusIndex) -> None:
     GatedPlanner.gate = asyncio.Event()
     try:
-        async with serve(tmp_path, index, planner=GatedPlanner,
+        async with serve(tmp_path, server_index, planner=GatedPlanner,
                          tenants=two_tenants(max_concurrent_runs=2, runs_per_minute=3)) as client:
             await start_run(client, "acme")
             await start_run(client, "acme")
@@ -224,8 +217,8 @@ async def test_rate_limits_answer_429_with_retry_after(tmp_path: Path, index: Co
 
 
 async def test_health_readiness_and_an_openapi_document_covering_every_route(
-        tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index) as client:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index) as client:
         assert (await (await client.get("/healthz")).json()) == {"status": "ok"}
         assert (await (await client.get("/readyz")).json()) == {"status": "ready"}
         doc = await (await client.get("/v1/openapi.json")).json()
@@ -249,12 +242,12 @@ async def test_health_readiness_and_an_openapi_document_covering_every_route(
 
 
 async def test_shutdown_cancels_live_runs_and_closes_websockets(
-        tmp_path: Path, index: CorpusIndex) -> None:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
     from reactive_rag.store import SqliteRunStore
 
     GatedPlanner.gate = asyncio.Event()
     try:
-        async with serve(tmp_path, index, planner=GatedPlanner) as client:
+        async with serve(tmp_path, server_index, planner=GatedPlanner) as client:
             run_id = await start_run(client)
             ws = await client.ws_connect(f"/v1/runs/{run_id}/ws")
             await ws.receive(timeout=10)

@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +24,9 @@ import pytest
 from reactive_rag.index import CorpusIndex
 from reactive_rag.store import SqliteRunStore
 
-from ._server_fixtures import QUESTION, build_index
+from ._server_fixtures import QUESTION
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusIndex]:
-    idx = build_index(tmp_path_factory.mktemp("idx"))
-    yield idx
-    idx.close()
 
 
 def _wait_port(port_file: Path, proc: subprocess.Popen[bytes]) -> int:
@@ -48,11 +40,11 @@ def _wait_port(port_file: Path, proc: subprocess.Popen[bytes]) -> int:
 
 @pytest.mark.slow
 def test_kill_9_mid_run_twenty_times_leaves_a_clean_store(
-        tmp_path: Path, index: CorpusIndex) -> None:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(2) as pool:  # two stores, ten kills each, side by side
-        lanes = [pool.submit(_kill_lane, tmp_path / f"lane{lane}", index.root, 10)
+        lanes = [pool.submit(_kill_lane, tmp_path / f"lane{lane}", server_index.root, 10)
                  for lane in range(2)]
         assert sum(lane.result(timeout=100) for lane in lanes) == 20
 

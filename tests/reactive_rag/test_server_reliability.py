@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +17,10 @@ import pytest
 from reactive_rag.index import CorpusIndex
 from reactive_rag.server import MANAGER_KEY, TenantConfig
 
-from ._server_fixtures import GatedPlanner, build_index, read_sse, serve, start_run
+from ._server_fixtures import GatedPlanner, read_sse, serve, start_run
 
 REPO = Path(__file__).resolve().parents[2]
 MANY = TenantConfig(max_concurrent_runs=1000, runs_per_minute=100_000)
-
-
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusIndex]:
-    idx = build_index(tmp_path_factory.mktemp("idx"))
-    yield idx
-    idx.close()
 
 
 async def _gated_runs_wall_time(client: Any, n: int, subscribe: int, slow: int
@@ -65,10 +57,11 @@ async def _gated_runs_wall_time(client: Any, n: int, subscribe: int, slow: int
 
 
 @pytest.mark.slow
-async def test_200_runs_with_500_subscribers_some_slow(tmp_path: Path, index: CorpusIndex) -> None:
+async def test_200_runs_with_500_subscribers_some_slow(
+        tmp_path: Path, server_index: CorpusIndex) -> None:
     GatedPlanner.gate = asyncio.Event()
     try:
-        async with serve(tmp_path / "a", index, planner=GatedPlanner, open_tenant=MANY,
+        async with serve(tmp_path / "a", server_index, planner=GatedPlanner, open_tenant=MANY,
                          sse_buffer=16) as client:
             alone, _ = await _gated_runs_wall_time(client, 200, 0, 0)
             watched, results = await _gated_runs_wall_time(client, 200, 500, 50)
@@ -100,10 +93,10 @@ async def test_200_runs_with_500_subscribers_some_slow(tmp_path: Path, index: Co
 
 
 async def test_1000_random_disconnects_and_resumes_lose_and_repeat_nothing(
-        tmp_path: Path, index: CorpusIndex) -> None:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
     rng = random.Random(7)
     cycles = 0
-    async with serve(tmp_path, index, open_tenant=MANY) as client:
+    async with serve(tmp_path, server_index, open_tenant=MANY) as client:
 
         async def follow(run_id: str) -> list[int]:
             nonlocal cycles
@@ -134,10 +127,10 @@ async def test_1000_random_disconnects_and_resumes_lose_and_repeat_nothing(
 
 
 async def test_cancel_and_completion_at_the_same_instant_end_exactly_once(
-        tmp_path: Path, index: CorpusIndex) -> None:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
     rng = random.Random(11)
     outcomes: dict[str, int] = {}
-    async with serve(tmp_path, index, open_tenant=MANY) as client:
+    async with serve(tmp_path, server_index, open_tenant=MANY) as client:
         mgr = client.app[MANAGER_KEY]
 
         async def race(mode: str) -> tuple[str, list[bool]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from ._server_fixtures import (
     SECRET,
     TOKENS,
     auth,
-    build_index,
     read_sse,
     serve,
     start_run,
@@ -25,16 +23,9 @@ from ._server_fixtures import (
 )
 
 
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusIndex]:
-    idx = build_index(tmp_path_factory.mktemp("idx"))
-    yield idx
-    idx.close()
-
-
 async def test_requests_without_a_valid_token_are_refused_alike(
-        tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index, tenants=two_tenants()) as client:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index, tenants=two_tenants()) as client:
         bodies = []
         for headers in ({}, {"Authorization": "Bearer nope"}, {"Authorization": "Basic x"},
                         {"Authorization": f"Bearer {hash_token(TOKENS['acme'])}"},
@@ -49,8 +40,8 @@ async def test_requests_without_a_valid_token_are_refused_alike(
 
 
 async def test_a_tenant_never_sees_another_tenants_runs_or_events(
-        tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index, tenants=two_tenants()) as client:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index, tenants=two_tenants()) as client:
         beta_run = await start_run(client, "beta", collections=["secret"],
                                    question="What is the vault combination?")
         async with client.get(f"/v1/runs/{beta_run}/events", headers=auth("beta")) as resp:
@@ -82,8 +73,8 @@ async def test_a_tenant_never_sees_another_tenants_runs_or_events(
 
 
 async def test_collections_outside_the_tenants_scope_are_refused_the_same_way(
-        tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index, tenants=two_tenants()) as client:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index, tenants=two_tenants()) as client:
         answers = []
         for name in ("secret", "no-such-collection"):
             resp = await client.post("/v1/runs", headers=auth("acme"),
@@ -120,8 +111,9 @@ class ForgingPlanner:
 
 
 async def test_forged_ids_never_leak_another_collections_text(
-        tmp_path: Path, index: CorpusIndex) -> None:
-    async with serve(tmp_path, index, tenants=two_tenants(), planner=ForgingPlanner) as client:
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index, tenants=two_tenants(),
+                     planner=ForgingPlanner) as client:
         run_id = await start_run(client, "acme", collections=["demo"],
                                  question="What is the vault combination?")
         async with client.get(f"/v1/runs/{run_id}/events", headers=auth("acme")) as resp:
