@@ -286,14 +286,29 @@ class ActorRun:
         return True
 
     def _finish_now(self) -> None:
+        self._stop_tasks()  # workers are idle in queue.get(); the task group awaits them on exit
+        self._publish_terminal()
+
+    def _stop_tasks(self) -> list[asyncio.Task[Any]]:
+        """Stop feeding mailboxes and cancel workers and the deadline timer; return those tasks.
+
+        The calling task is cancelled too when it is one of them (a worker that
+        finished the run stops at its next await).
+        """
+        tasks: list[asyncio.Task[Any]] = []
         for box in self._mailboxes:
             if box.subscription is not None:
                 box.subscription.dispose()
                 box.subscription = None
-            for task in box.workers:
-                task.cancel()  # idle in queue.get(); the task group awaits them on exit
+            tasks.extend(box.workers)
         if self._timer is not None:
-            self._timer.cancel()
+            tasks.append(self._timer)
+        tasks = [t for t in tasks if not t.done()]
+        for t in tasks:
+            t.cancel()
+        return tasks
+
+    def _publish_terminal(self) -> None:
         assert self._terminal is not None
         self.stream.try_publish(self._terminal, actor="runtime")
         self._done.set()
@@ -313,17 +328,7 @@ class ActorRun:
         if self._done.is_set():
             return
         current = asyncio.current_task()
-        tasks: list[asyncio.Task[Any]] = []
-        for box in self._mailboxes:
-            if box.subscription is not None:
-                box.subscription.dispose()
-                box.subscription = None
-            tasks.extend(box.workers)
-        if self._timer is not None:
-            tasks.append(self._timer)
-        tasks = [t for t in tasks if t is not current and not t.done()]
-        for t in tasks:
-            t.cancel()
+        tasks = [t for t in self._stop_tasks() if t is not current]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         for box in self._mailboxes:
@@ -332,9 +337,7 @@ class ActorRun:
             with contextlib.suppress(Exception, asyncio.TimeoutError):
                 async with asyncio.timeout(self._stop_timeout_s):
                     await box.actor.on_stop(box.ctx)
-        assert self._terminal is not None
-        self.stream.try_publish(self._terminal, actor="runtime")
-        self._done.set()
+        self._publish_terminal()
 
     # --- messages -----------------------------------------------------------------------
 
