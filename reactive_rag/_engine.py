@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import time
 import uuid
@@ -380,7 +381,7 @@ def _select_evidence(question: str, evidence: Sequence[EvidenceChunk], queries: 
 
 
 def _budget_dict(budget: Budget) -> dict[str, Any]:
-    return {f: getattr(budget, f) for f in budget.__dataclass_fields__}
+    return dataclasses.asdict(budget)
 
 
 

@@ -96,9 +96,13 @@ class InFlight:
 
     call: ToolCall
     stage: Literal["tool", "rerank"] = "tool"
-    query: str = ""
     hits: int = 0
     candidates: tuple[EvidenceChunk, ...] = ()
+
+    @property
+    def query(self) -> str:
+        """The search query as sent (empty for reads and scrapes)."""
+        return str(self.call.args.get("query", "")).strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,7 +386,7 @@ def _run_next(state: RunState, out: list[Command]) -> _Step:
             seen_call_ids=state.seen_call_ids | {call.id},
             seen_signatures=state.seen_signatures | {signature},
             phase=Phase.ACTING,
-            in_flight=InFlight(call=call, query=str(call.args.get("query", ""))),
+            in_flight=InFlight(call=call),
         )
         out.append(_request_for(state, call))
         out.append(_tick(state))

@@ -108,7 +108,7 @@ def test_eight_tool_calls_done_with_evidence_and_a_search_queued_finalizes() -> 
         initial_state("q", budget=Budget(max_tool_calls=8)), phase=Phase.ACTING,
         started_ts=100.0, now=120.0, tool_calls=8, steps=3,
         evidence={"d1#0": chunk("d1#0")},
-        in_flight=InFlight(call=search("c8", "eighth"), query="eighth"),
+        in_flight=InFlight(call=search("c8", "eighth")),
         queue=(search("c9", "one more"),),
     )
     stale = SearchFailed(call_id="zzz", query="x", error=ErrorInfo(kind="X", message="y"),
