@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from actors import Actor, ActorRun, EdgeOperator
 from actors.models import Embedder
+from actors.providers import SearchProvider
 from actors.rerank import Reranker, RerankerActor
 from actors.scrape import ScraperActor
 from actors.search import Searcher, SearcherActor
@@ -298,15 +299,16 @@ class Engine:
                 session_kbs: list[SessionKnowledgeBase]) -> list[Actor]:
         provider = LocalCorpusProvider(self.index, collections, name="local")
         if self._web is not None:
-            web = self._web
+            wrap: Callable[[SearchProvider], SearchProvider] | None = None
             if self._compression == "rag":
                 kb = SessionKnowledgeBase(run_id)
                 session_kbs.append(kb)
-                web = Searcher(
-                    {name: CompressingProvider(p, kb) for name, p in web.providers.items()},
-                    primary=web.primary, fallback=web.fallback, hedge_delay_s=web.hedge_delay_s,
-                    blacklist=web.blacklist, max_results=web.max_results)
-            searcher = web.with_providers([provider], provider_timeout_s=budget.tool_call_s)
+
+                def wrap(web_provider: SearchProvider) -> SearchProvider:
+                    return CompressingProvider(web_provider, kb)
+
+            searcher = self._web.with_providers([provider], provider_timeout_s=budget.tool_call_s,
+                                                wrap=wrap)
         else:
             searcher = Searcher([provider], provider_timeout_s=budget.tool_call_s)
         searcher_actor = SearcherActor(searcher)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -221,16 +221,22 @@ class Searcher:
         return searcher
 
     def with_providers(
-        self, extra: Sequence[SearchProvider], *, provider_timeout_s: float | None = None
+        self,
+        extra: Sequence[SearchProvider],
+        *,
+        provider_timeout_s: float | None = None,
+        wrap: Callable[[SearchProvider], SearchProvider] | None = None,
     ) -> Searcher:
         """A searcher with ``extra`` primaries first (e.g. a run's local corpus) and this
         one's providers, fallback, hedging, blacklist and limits.
 
-        The providers (and their circuit breakers) are shared, not copied; closing
-        stays with this searcher.
+        ``wrap`` decorates each of this searcher's own providers for the copy (e.g.
+        a per-session knowledge base in front of the web). The providers (and their
+        circuit breakers) are shared, not copied; closing stays with this searcher.
         """
         names = [p.name for p in extra]
-        providers = {**{p.name: p for p in extra}, **self.providers}
+        own = {n: wrap(p) for n, p in self.providers.items()} if wrap else self.providers
+        providers = {**{p.name: p for p in extra}, **own}
         return Searcher(
             providers,
             primary=names + [n for n in self.primary if n not in names],
