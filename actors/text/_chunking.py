@@ -98,7 +98,8 @@ def chunk_text(
     # Units: (start, end, words) — sentences, long ones cut into word windows.
     units: list[tuple[int, int, int]] = []
     for s, e in split_sentences(text):
-        words = [(m.start() + s, m.end() + s) for m in _WORD.finditer(text, s, e)]
+        # pattern.finditer(text, pos, endpos) already reports positions in ``text``
+        words = [m.span() for m in _WORD.finditer(text, s, e)]
         if len(words) <= max_words:
             units.append((s, e, len(words)))
             continue

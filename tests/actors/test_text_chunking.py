@@ -103,3 +103,11 @@ def test_any_text_gives_valid_chunks(text: str, target: int) -> None:
         assert c.word_count <= target * 2
     words_in = len(text.split())
     assert (words_in == 0) == (not chunks)
+
+
+def test_a_long_sentence_after_another_is_cut_into_its_own_words() -> None:
+    text = "Short one. " + " ".join(f"w{i}" for i in range(50)) + "."
+    chunks = chunk_text(text, target_words=10, max_words=20)
+    assert chunks[0].text == "Short one."
+    assert chunks[1].text.startswith("w0 w1") and chunks[-1].text.endswith("w49.")
+    assert all(text[c.start:c.end] == c.text for c in chunks)
