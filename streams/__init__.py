@@ -4,6 +4,7 @@ Knows nothing of actors or retrieval; everything above builds on these contracts
 """
 
 from . import operators
+from ._buffer import EventBuffer, OverflowPolicy
 from ._codec import decode_json, decode_msgpack, encode_json, encode_msgpack, event_from_dict
 from ._events import (
     EVENT_TYPES,
@@ -60,7 +61,7 @@ from ._exceptions import (
     UnknownEventType,
     UnsupportedVersion,
 )
-from ._sinks import AsyncSubscriber, OverflowPolicy, SubscriberStats
+from ._sinks import AsyncSubscriber, SubscriberStats
 from ._stream import RunStream
 
 __all__ = [
@@ -79,6 +80,7 @@ __all__ = [
     "EncodeError",
     "ErrorInfo",
     "Event",
+    "EventBuffer",
     "EvidenceChunk",
     "EvidenceRegistered",
     "Hit",

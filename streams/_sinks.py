@@ -1,18 +1,10 @@
 """Bridge from the synchronous run stream to an async sink (socket, file, queue).
 
 The stream never waits for a subscriber. An :class:`AsyncSubscriber` takes each
-event with ``put_nowait`` semantics into a bounded buffer that a consumer task
-drains into the sink. When the buffer is full the overflow policy applies:
-
-1. progress events (``Priority.PROGRESS``, e.g. ``budget.tick``) are coalesced:
-   the newest replaces a buffered one, or the newest is dropped;
-2. a normal event makes room by dropping a buffered progress event; if there is
-   none, the policy decides: ``DETACH`` (default: the subscriber sees a stream
-   with no gaps except progress, or is told it was cut off) or ``DROP_NORMAL``
-   (drop the oldest buffered normal event, also to make room for an essential one);
-3. essential events (terminal, evidence, answer) are never dropped: if one
-   cannot be buffered the subscriber is detached with a reason.
-
+event with ``put_nowait`` semantics into a bounded :class:`~streams.EventBuffer`
+that a consumer task drains into the sink; the buffer's overflow policy decides
+what a slow subscriber loses, and a subscriber that would lose an event it may
+not is detached with the reason (published as ``subscriber.detached``).
 Memory per subscriber is therefore bounded by ``maxsize`` events.
 """
 
@@ -20,18 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import threading
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from reactivex import abc
 
-from ._events import Event, Priority, RunFinished
+from ._buffer import EventBuffer, OverflowPolicy
+from ._events import Event, RunFinished
 from ._stream import RunStream
 
-__all__ = ["AsyncSubscriber", "OverflowPolicy", "SubscriberStats"]
+__all__ = ["AsyncSubscriber", "SubscriberStats"]
 
 Sink = Callable[[Event], Awaitable[None]]
 
@@ -41,13 +32,6 @@ def _current_task() -> asyncio.Task[object] | None:
         return asyncio.current_task()
     except RuntimeError:  # called from a thread without a running loop
         return None
-
-
-class OverflowPolicy(enum.Enum):
-    """What a full buffer does with a normal (non-progress, non-essential) event."""
-
-    DETACH = "detach"
-    DROP_NORMAL = "drop_normal"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +67,11 @@ class AsyncSubscriber:
         maxsize: int = 1024,
         policy: OverflowPolicy = OverflowPolicy.DETACH,
     ) -> None:
-        if maxsize < 1:
-            raise ValueError("maxsize must be >= 1")
         self._sink = sink
         self.name = name
         self.maxsize = maxsize
         self.policy = policy
-        self._buffer: deque[Event] = deque()
-        self._progress_in_buffer = 0
+        self._buffer = EventBuffer(maxsize, policy)
         self._wake = asyncio.Event()
         self._done = asyncio.Event()
         self._source_completed = False
@@ -100,9 +81,6 @@ class AsyncSubscriber:
         self._loop_thread: int | None = None
         self._stream: RunStream | None = None
         self._delivered = 0
-        self._coalesced = 0
-        self._dropped = 0
-        self._high_water = 0
         self.detached_reason: str | None = None
 
     # --- lifecycle ------------------------------------------------------------------
@@ -141,10 +119,10 @@ class AsyncSubscriber:
             name=self.name,
             depth=len(self._buffer),
             maxsize=self.maxsize,
-            high_water=self._high_water,
+            high_water=self._buffer.high_water,
             delivered=self._delivered,
-            coalesced=self._coalesced,
-            dropped=self._dropped,
+            coalesced=self._buffer.coalesced,
+            dropped=self._buffer.dropped,
             detached_reason=self.detached_reason,
         )
 
@@ -173,63 +151,17 @@ class AsyncSubscriber:
     def _push(self, event: Event) -> None:
         if self.detached_reason is not None:
             return
-        buffer = self._buffer
-        if len(buffer) >= self.maxsize and not self._make_room(event):
+        if not self._buffer.push(event):
+            self._detach(f"buffer full ({self.maxsize} events): could not deliver "
+                         f"{event.type} seq {event.seq}")
             return
-        buffer.append(event)
-        if event.priority is Priority.PROGRESS:
-            self._progress_in_buffer += 1
-        if len(buffer) > self._high_water:
-            self._high_water = len(buffer)
         self._wake.set()
-
-    def _make_room(self, event: Event) -> bool:
-        """Apply the overflow policy; True if ``event`` may now be appended."""
-        if event.priority is Priority.PROGRESS:
-            if self._remove_progress(prefer_type=event.type):
-                self._coalesced += 1
-                return True
-            self._coalesced += 1  # the newest progress event is folded away
-            return False
-        if self._remove_progress(prefer_type=None):
-            self._dropped += 1
-            return True
-        if self.policy is OverflowPolicy.DROP_NORMAL:
-            for i, buffered in enumerate(self._buffer):
-                if buffered.priority is Priority.NORMAL:
-                    del self._buffer[i]
-                    self._dropped += 1
-                    return True
-        self._detach(
-            f"buffer full ({self.maxsize} events): could not deliver {event.type} "
-            f"seq {event.seq}"
-        )
-        return False
-
-    def _remove_progress(self, prefer_type: str | None) -> bool:
-        if self._progress_in_buffer == 0:
-            return False
-        fallback: int | None = None
-        for i, buffered in enumerate(self._buffer):
-            if buffered.priority is Priority.PROGRESS:
-                if prefer_type is None or buffered.type == prefer_type:
-                    del self._buffer[i]
-                    self._progress_in_buffer -= 1
-                    return True
-                if fallback is None:
-                    fallback = i
-        if fallback is not None:
-            del self._buffer[fallback]
-            self._progress_in_buffer -= 1
-            return True
-        return False  # pragma: no cover - counter and buffer agree
 
     def _detach(self, reason: str) -> None:
         if self.detached_reason is not None:
             return
         self.detached_reason = reason
         self._buffer.clear()
-        self._progress_in_buffer = 0
         self._unsubscribe()
         task = self._task
         if task is not None and not task.done() and task is not _current_task():
@@ -255,8 +187,6 @@ class AsyncSubscriber:
                     self._wake.clear()
                     await self._wake.wait()
                 event = buffer.popleft()
-                if event.priority is Priority.PROGRESS:
-                    self._progress_in_buffer -= 1
                 try:
                     await self._sink(event)
                 except Exception as exc:

@@ -2,23 +2,21 @@
 
 A pump task drains the source (the store's ``attach``: stored tail, then live
 events) as fast as it produces, so the run never waits for a client; the
-client's writer takes events out at its own pace. When the buffer is full the
-overflow policy of :class:`streams.AsyncSubscriber` applies: progress events
-are coalesced (the newest replaces a buffered one of its type), a normal event
-may push out a buffered progress event, and otherwise the client is detached
-with a reason it is told before the connection closes. Memory per client is
-bounded by ``maxsize`` events.
+client's writer takes events out at its own pace. The buffer is the streams'
+:class:`~streams.EventBuffer`, so the same overflow policy as every other slow
+consumer applies; a client that would lose an event it may not is detached with
+a reason it is told before the connection closes. Memory per client is bounded
+by ``maxsize`` events.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from streams import Event, Priority, RunFinished
+from streams import Event, EventBuffer, RunFinished
 
 __all__ = ["EventFeed", "FeedStats"]
 
@@ -42,16 +40,13 @@ class EventFeed:
     """
 
     def __init__(self, source: AsyncIterator[Event], *, maxsize: int = 256) -> None:
-        if maxsize < 1:
-            raise ValueError("maxsize must be >= 1")
         self._source = source
         self.maxsize = maxsize
-        self._buffer: deque[Event] = deque()
+        self._buffer = EventBuffer(maxsize)
         self._ended = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._delivered = 0
-        self._coalesced = 0
         self.detached_reason: str | None = None
         self.error: BaseException | None = None
 
@@ -76,7 +71,8 @@ class EventFeed:
 
     def statistics(self) -> FeedStats:
         """Buffer depth and counters."""
-        return FeedStats(len(self._buffer), self._delivered, self._coalesced,
+        buffer = self._buffer
+        return FeedStats(len(buffer), self._delivered, buffer.coalesced + buffer.dropped,
                          self.detached_reason)
 
     def detach(self, reason: str) -> None:
@@ -130,26 +126,8 @@ class EventFeed:
         self._wake.set()
 
     def _push(self, event: Event) -> None:
-        buffer = self._buffer
-        if len(buffer) >= self.maxsize and not self._make_room(event):
+        if not self._buffer.push(event):
+            self.detach(f"client too slow: buffer of {self.maxsize} events full at "
+                        f"{event.type} seq {event.seq}")
             return
-        buffer.append(event)
         self._wake.set()
-
-    def _make_room(self, event: Event) -> bool:
-        buffer = self._buffer
-        if event.priority is Priority.PROGRESS:
-            self._coalesced += 1
-            for i, old in enumerate(buffer):
-                if old.priority is Priority.PROGRESS and old.type == event.type:
-                    del buffer[i]
-                    return True
-            return False  # the newest progress event is folded away
-        for i, old in enumerate(buffer):
-            if old.priority is Priority.PROGRESS:
-                del buffer[i]
-                self._coalesced += 1
-                return True
-        self.detach(f"client too slow: buffer of {self.maxsize} events full at "
-                    f"{event.type} seq {event.seq}")
-        return False

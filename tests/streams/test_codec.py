@@ -9,20 +9,26 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 import streams
 from streams import (
     EVENT_TYPES,
     BudgetTick,
+    Claim,
+    ClaimError,
     DecodeError,
     EncodeError,
+    ErrorInfo,
     Event,
     EvidenceChunk,
     Hit,
     MalformedEvent,
     Priority,
+    QueryStat,
     RunFinished,
     SearchCompleted,
+    ToolCall,
     UnknownEventType,
     UnsupportedVersion,
     decode_json,
@@ -54,20 +60,32 @@ def _strategy_for(annotation: Any) -> st.SearchStrategy[Any] | None:
     return None
 
 
-def event_strategy(cls: type[Event]) -> st.SearchStrategy[Event]:
-    overrides: dict[str, st.SearchStrategy[Any]] = {
-        "run_id": text, "seq": st.integers(0, 2**40), "ts": finite, "actor": text,
-        "cause": st.none() | st.integers(0, 2**40),
-    }
+def _field_overrides(cls: type[BaseModel]) -> dict[str, st.SearchStrategy[Any]]:
+    """Wire-safe strategies for fields hypothesis would fill too freely (64-bit ints,
+    finite floats, JSON dicts)."""
+    overrides: dict[str, st.SearchStrategy[Any]] = {}
     for name, field in cls.model_fields.items():
         if name in ("type", "v"):
             continue
-        ann = field.annotation
         if name in ("options", "args"):
             overrides[name] = st.dictionaries(text, json_value, max_size=3)
-        elif (s := _strategy_for(ann)) is not None:
+        elif (s := _strategy_for(field.annotation)) is not None:
             overrides[name] = s
+    return overrides
+
+
+def event_strategy(cls: type[Event]) -> st.SearchStrategy[Event]:
+    overrides = _field_overrides(cls)
+    overrides.update({
+        "run_id": text, "seq": st.integers(0, 2**40), "ts": finite, "actor": text,
+        "cause": st.none() | st.integers(0, 2**40),
+    })
     return st.builds(cls, **overrides)
+
+
+# Nested values (claims, errors, query stats, tool calls) get the same wire-safe fields.
+for _value in (ClaimError, QueryStat, ToolCall, Claim, ErrorInfo):
+    st.register_type_strategy(_value, st.builds(_value, **_field_overrides(_value)))
 
 
 hits = st.builds(Hit, url=text, title=text, snippet=text, content=st.none() | text,
