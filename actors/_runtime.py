@@ -1,18 +1,22 @@
 """The actor runtime of one run: mailboxes, workers, deadline, terminal claim.
 
-The run owns an ``asyncio.TaskGroup``. Each actor gets a bounded mailbox fed by a
-filtered subscription to the run stream (plus the user's operators for that
-edge) and ``concurrency`` worker tasks draining it. Completion and cancellation
-race for one atomic terminal claim; the winner's teardown cancels every
-in-flight handler, awaits it, stops the actors, and only then publishes the one
-``run.finished``. The loser changes nothing, and nothing an actor publishes
-after the claim reaches the stream.
+The run owns its tasks as an ``asyncio.TaskGroup`` would (every task it starts
+is cancelled or finished, and awaited, before its ``async with`` block is left),
+without a group's per-run cost. Each actor gets a bounded mailbox fed by a
+type-indexed tap on the run stream (or by the user's operators for that edge)
+and up to ``concurrency`` worker tasks, started when a message arrives and ended
+when the mailbox is empty. Completion and cancellation race for one atomic
+terminal claim; the winner's teardown cancels every in-flight handler, awaits
+it, stops the actors, and only then publishes the one ``run.finished``. The
+loser changes nothing, and nothing an actor publishes after the claim reaches
+the stream.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -87,15 +91,24 @@ class ActorContext:
 
 
 class _Mailbox:
-    __slots__ = ("actor", "ctx", "failed", "in_flight", "processed", "queue", "rejected",
-                 "subscription", "workers")
+    """One actor's bounded queue and the workers draining it.
+
+    Workers start on demand: a delivery starts one while fewer than
+    ``concurrency`` are active, and a worker ends when the queue is empty. An
+    idle actor holds no task, so a run costs one task per busy actor, and the
+    end of a run has no idle workers to cancel and await.
+    """
+
+    __slots__ = ("actor", "ctx", "edge", "failed", "in_flight", "processed", "queue",
+                 "rejected", "subscription", "workers")
 
     def __init__(self, actor: Actor, ctx: ActorContext) -> None:
         self.actor = actor
         self.ctx = ctx
-        self.queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=actor.mailbox_size)
+        self.queue: deque[Event] = deque()
         self.subscription: abc.DisposableBase | None = None
-        self.workers: list[asyncio.Task[None]] = []
+        self.edge = False  # fed through user operators rather than a tap
+        self.workers: set[asyncio.Task[None]] = set()
         self.in_flight = 0
         self.processed = 0
         self.failed = 0
@@ -114,7 +127,9 @@ class ActorRun:
             ``grace_s`` after it, the run ends as ``failed``.
         stop_timeout_s: how long ``on_stop`` hooks may take at teardown.
 
-    Leaving the ``async with`` block before the run finished cancels it.
+    Leaving the ``async with`` block before the run finished cancels it. Events
+    reach the actors from the event loop's thread (publish from other threads
+    through ``loop.call_soon_threadsafe``).
     """
 
     def __init__(
@@ -129,25 +144,26 @@ class ActorRun:
     ) -> None:
         self.stream = stream if isinstance(stream, RunStream) else RunStream(stream)
         names = [a.name for a in actors]
-        if any(not n for n in names):
+        if not all(names):
             raise ValueError("every actor needs a non-empty `name`")
         if len(set(names)) != len(names):
             raise ValueError(f"actor names must be unique within a run: {names}")
         for a in actors:
             if a.concurrency < 1 or a.mailbox_size < 1:
                 raise ValueError(f"actor {a.name!r}: concurrency and mailbox_size must be >= 1")
-        unknown = set(edges or {}) - set(names)
-        if unknown:
-            raise ValueError(f"edges name unknown actors: {sorted(unknown)}")
+        if edges:
+            unknown = set(edges) - set(names)
+            if unknown:
+                raise ValueError(f"edges name unknown actors: {sorted(unknown)}")
         if deadline_s is not None and deadline_s <= 0:
             raise ValueError("deadline_s must be positive")
         self._actors = list(actors)
-        self._edges = dict(edges or {})
+        self._edges = dict(edges) if edges else {}
         self._deadline_s = deadline_s
         self._grace_s = grace_s
         self._stop_timeout_s = stop_timeout_s
         self._mailboxes: list[_Mailbox] = []
-        self._tg: asyncio.TaskGroup | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._deadline: float | None = None
         self._timer: asyncio.Task[None] | None = None
         self._teardown: asyncio.Task[None] | None = None
@@ -171,11 +187,9 @@ class ActorRun:
         if self._started:
             raise RuntimeError("an ActorRun can be entered only once")
         self._started = True
-        loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
         if self._deadline_s is not None:
             self._deadline = loop.time() + self._deadline_s
-        self._tg = asyncio.TaskGroup()
-        await self._tg.__aenter__()
         try:
             for actor in self._actors:
                 box = _Mailbox(actor, ActorContext(self, actor))
@@ -191,13 +205,13 @@ class ActorRun:
             for box in self._mailboxes:
                 self._open_mailbox(box)
             if self._deadline is not None:
-                self._timer = self._tg.create_task(self._watch_deadline(), name="deadline")
+                self._timer = loop.create_task(self._watch_deadline(), name="deadline")
         except BaseException as exc:
             self._claim("failed", reason=str(exc))
-            await self._shutdown()
-            # The body's error is the caller's; the group only owns our tasks
-            # (all finished by now), so close it clean and let the error pass.
-            await self._tg.__aexit__(None, None, None)
+            try:
+                await self._await_teardown()
+            finally:
+                await self._close()
             raise
         return self
 
@@ -215,17 +229,33 @@ class ActorRun:
             else:
                 self._claim("failed", reason=f"{type(exc).__name__}: {exc}")
         try:
-            await self._await_teardown()
+            if not self._done.is_set():
+                await self._await_teardown()
         finally:
-            assert self._tg is not None
-            # Every task of the group is done after teardown; the body's own
-            # exception propagates unchanged rather than as an ExceptionGroup.
-            await self._tg.__aexit__(None, None, None)
+            await self._close()  # the body's own exception propagates unchanged
         return None
+
+    async def _close(self) -> None:
+        """Await every task the run started; all are cancelled or finishing by now."""
+        tasks = [t for t in self._tasks() if not t.done()]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _tasks(self) -> list[asyncio.Task[Any]]:
+        tasks: list[asyncio.Task[Any]] = []
+        for box in self._mailboxes:
+            if box.workers:
+                tasks.extend(box.workers)
+        if self._timer is not None:
+            tasks.append(self._timer)
+        if self._teardown is not None:
+            tasks.append(self._teardown)
+        return tasks
 
     async def wait(self) -> RunFinished:
         """Wait for ``run.finished`` to be published and return it."""
-        await self._done.wait()
+        if not self._done.is_set():
+            await self._done.wait()
         finished = self.stream.finished
         assert finished is not None
         return finished
@@ -257,15 +287,13 @@ class ActorRun:
     ) -> bool:
         if self._terminal is not None:
             return False
-        self._terminal = RunFinished(outcome=outcome, reason=reason, answer=answer, claims=claims)
-        if self._tg is not None and self._quiescent():
+        self._terminal = _run_finished(outcome, reason, answer, claims)
+        if self._loop is None:
+            return True  # not entered yet: __aenter__ / __aexit__ end it
+        if self._quiescent():
             self._finish_now()
-            return True
-        if self._tg is not None and self._teardown is None:
-            try:
-                self._teardown = self._tg.create_task(self._shutdown(), name="teardown")
-            except RuntimeError:  # the task group is already closing; __aexit__ tears down
-                self._teardown = None
+        elif self._teardown is None:
+            self._teardown = self._loop.create_task(self._shutdown(), name="teardown")
         return True
 
     def _quiescent(self) -> bool:
@@ -286,24 +314,22 @@ class ActorRun:
         return True
 
     def _finish_now(self) -> None:
-        self._stop_tasks()  # workers are idle in queue.get(); the task group awaits them on exit
+        self._stop_tasks()  # no other handler is mid-await; __aexit__ awaits the rest
         self._publish_terminal()
 
     def _stop_tasks(self) -> list[asyncio.Task[Any]]:
-        """Stop feeding mailboxes and cancel workers and the deadline timer; return those tasks.
+        """Stop edge subscriptions, cancel workers and the deadline timer; return those tasks.
 
-        The calling task is cancelled too when it is one of them (a worker that
-        finished the run stops at its next await).
+        Taps need no disposal: deliveries after the claim are dropped, and the
+        stream lets go of its taps with ``run.finished``. The calling task is
+        cancelled too when it is one of them (a worker that finished the run
+        stops at its next await).
         """
-        tasks: list[asyncio.Task[Any]] = []
         for box in self._mailboxes:
-            if box.subscription is not None:
+            if box.edge and box.subscription is not None:
                 box.subscription.dispose()
                 box.subscription = None
-            tasks.extend(box.workers)
-        if self._timer is not None:
-            tasks.append(self._timer)
-        tasks = [t for t in tasks if not t.done()]
+        tasks = [t for t in self._tasks() if t is not self._teardown and not t.done()]
         for t in tasks:
             t.cancel()
         return tasks
@@ -337,16 +363,18 @@ class ActorRun:
             with contextlib.suppress(Exception, asyncio.TimeoutError):
                 async with asyncio.timeout(self._stop_timeout_s):
                     await box.actor.on_stop(box.ctx)
-        self._publish_terminal()
+        if not self._done.is_set():
+            self._publish_terminal()
 
     # --- messages -----------------------------------------------------------------------
 
-    def publish(self, event: Event, **envelope: Any) -> Event | None:
+    def publish(self, event: Event, *, actor: str | None = None,
+                cause: int | None = None) -> Event | None:
         """Publish from outside any actor (the application); dropped once the run ended."""
         if self._terminal is not None:
             self._dropped_after_claim += 1
             return None
-        return self.stream.try_publish(event, **envelope)
+        return self.stream.try_publish(event, actor=actor, cause=cause)
 
     def _publish_from(self, actor: Actor, event: Event, cause: int | None) -> Event | None:
         if self._terminal is not None:
@@ -363,17 +391,23 @@ class ActorRun:
         return max(0.0, self._deadline - asyncio.get_running_loop().time())
 
     def _open_mailbox(self, box: _Mailbox) -> None:
-        assert self._tg is not None
         actor = box.actor
         queue = box.queue
+        workers = box.workers
+        limit = actor.mailbox_size
+        concurrency = actor.concurrency
 
         def deliver(msg: Event) -> None:
-            try:
-                queue.put_nowait(msg)
-            except asyncio.QueueFull:
+            if self._terminal is not None:
+                return  # the run is ending: nothing new is handled
+            if len(queue) >= limit:
                 box.rejected += 1
                 self._answer_failure(box, msg, MailboxFull(
-                    f"actor {actor.name!r} mailbox is full ({actor.mailbox_size} requests)"))
+                    f"actor {actor.name!r} mailbox is full ({limit} requests)"))
+                return
+            queue.append(msg)
+            if len(workers) < concurrency:
+                self._start_worker(box)
 
         def edge_failed(exc: Exception) -> None:
             self.stream.report_detached(
@@ -384,42 +418,61 @@ class ActorRun:
             source = self.stream.events.pipe(operators.of_type(*actor.handles))
             for op in edge_ops:
                 source = op(source)
+            box.edge = True
             box.subscription = source.subscribe(deliver, edge_failed)
         else:  # no user operators on this edge: the stream's type-indexed fast path
             box.subscription = self.stream.tap(actor.handles, deliver, name=f"mailbox:{actor.name}")
-        for i in range(actor.concurrency):
-            box.workers.append(
-                self._tg.create_task(self._work(box), name=f"{actor.name}:{i}")
-            )
+
+    def _start_worker(self, box: _Mailbox) -> None:
+        assert self._loop is not None
+        box.workers.add(self._loop.create_task(self._work(box), name=box.actor.name))
 
     async def _work(self, box: _Mailbox) -> None:
+        """Drain the mailbox, then end (the next delivery starts a new worker).
+
+        The worker leaves ``box.workers`` itself, in the same step as its last
+        look at the queue, so a delivery never counts on a worker that will not
+        come back for its message.
+        """
         actor, ctx, queue = box.actor, box.ctx, box.queue
-        while True:
-            msg = await queue.get()
-            box.in_flight += 1
-            try:
-                limit = self._request_timeout(actor)
-                if limit is None:
-                    out = await actor.on_receive(msg, ctx)
-                else:
-                    async with asyncio.timeout(limit):
+        name, publish = actor.name, self.stream.try_publish
+        timed = actor.timeout_s is not None or self._deadline is not None
+        me = asyncio.current_task()
+        try:
+            while queue and self._terminal is None:
+                msg = queue.popleft()
+                box.in_flight += 1
+                try:
+                    if not timed:
                         out = await actor.on_receive(msg, ctx)
-            except Exception as exc:
-                box.failed += 1
-                self._answer_failure(box, msg, exc)
-                continue
-            finally:
-                box.in_flight -= 1
-            box.processed += 1
-            if out:
-                for event in out:
-                    self._publish_from(actor, event, msg.seq)
+                    else:
+                        async with asyncio.timeout(self._request_timeout(actor)):
+                            out = await actor.on_receive(msg, ctx)
+                except Exception as exc:
+                    box.failed += 1
+                    self._answer_failure(box, msg, exc)
+                    continue
+                finally:
+                    box.in_flight -= 1
+                box.processed += 1
+                if out:
+                    for event in out:  # what _publish_from does, inline: this is every hop
+                        if self._terminal is not None:
+                            self._dropped_after_claim += 1
+                            continue
+                        publish(event, actor=name,
+                                cause=msg.seq if event.cause is None else event.cause)
+        finally:
+            if me is not None:
+                box.workers.discard(me)
 
     def _request_timeout(self, actor: Actor) -> float | None:
-        left = self.remaining()
-        if actor.timeout_s is None:
-            return left
-        return actor.timeout_s if left is None else min(actor.timeout_s, left)
+        """The actor's cap, further capped by the time the run has left."""
+        if self._deadline is None:
+            return actor.timeout_s
+        assert self._loop is not None
+        left = max(0.0, self._deadline - self._loop.time())
+        return left if actor.timeout_s is None else min(actor.timeout_s, left)
 
     def _answer_failure(self, box: _Mailbox, msg: Event, exc: BaseException) -> None:
         try:
@@ -445,7 +498,7 @@ class ActorRun:
         return [
             ActorStats(
                 name=b.actor.name,
-                depth=b.queue.qsize(),
+                depth=len(b.queue),
                 mailbox_size=b.actor.mailbox_size,
                 in_flight=b.in_flight,
                 processed=b.processed,
@@ -454,3 +507,16 @@ class ActorRun:
             )
             for b in self._mailboxes
         ]
+
+
+def _run_finished(outcome: Outcome, reason: str, answer: str,
+                  claims: tuple[Claim, ...]) -> RunFinished:
+    """The terminal event, validated with only the fields that differ from their defaults."""
+    fields: dict[str, Any] = {"outcome": outcome}
+    if reason:
+        fields["reason"] = reason
+    if answer:
+        fields["answer"] = answer
+    if claims:
+        fields["claims"] = claims
+    return RunFinished(**fields)

@@ -10,8 +10,10 @@ process with its floor:
 - hop_total_us: publish -> mailbox -> handler -> publish through ``ActorRun``
   with 3 passive subscribers attached; ``hop_us`` = hop_total_us - floor_asyncio_us
   (the runtime's marginal overhead);
-- runs_per_s_100: trivial 10-step runs, 100 at a time, each with its own stream,
-  actor, worker task and terminal claim;
+- runs_per_s_100: trivial 10-step runs (10 handler calls), 100 at a time, each
+  with its own stream, actor, worker task and terminal claim;
+  floor_runs_per_s_100 the same runs in bare asyncio (a worker task, a queue and
+  an event per run), measured in alternating rounds with ours;
 - codec_roundtrip_us: msgpack encode + decode of a typical event (10 fields, one
   500-character string); json_roundtrip_us the same through JSON.
 """
@@ -51,17 +53,21 @@ class Ping(Event):
 
 
 class Relay(Actor):
-    """Answers ping n with ping n+1 until the chain is done, then ends the run."""
+    """Answers ping n with ping n+1; the ``steps``-th ping it handles ends the run.
+
+    A run of ``steps`` steps is ``steps`` handler calls: the application's
+    ping 0, then ``steps - 1`` pings the relay publishes, then ``run.finished``.
+    """
 
     name = "relay"
     handles = ("bench.ping",)
 
-    def __init__(self, hops: int) -> None:
-        self.hops = hops
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         n = msg.n  # type: ignore[attr-defined]
-        if n >= self.hops:
+        if n + 1 >= self.steps:
             ctx.finish("answered")
             return None
         return [Ping(n=n + 1)]
@@ -126,7 +132,7 @@ def hop_total_us(hops: int) -> float:
 
 async def _many_runs(concurrent: int, batches: int, steps: int) -> float:
     async def one(i: int) -> None:
-        run = ActorRun(f"run-{i}", [Relay(steps)], )
+        run = ActorRun(f"run-{i}", [Relay(steps)])
         async with run:
             run.publish(Ping(n=0))
             await run.wait()
@@ -140,6 +146,46 @@ async def _many_runs(concurrent: int, batches: int, steps: int) -> float:
 
 def runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
     return asyncio.run(_many_runs(concurrent, batches, steps))
+
+
+async def _many_bare_runs(concurrent: int, batches: int, steps: int) -> float:
+    """The same runs in bare asyncio: one worker task + queue + done event per run."""
+
+    async def one() -> None:
+        queue: asyncio.Queue[int] = asyncio.Queue()
+        done = asyncio.Event()
+
+        async def worker() -> None:
+            while True:
+                n = await queue.get()
+                if n + 1 >= steps:
+                    done.set()
+                    return
+                queue.put_nowait(n + 1)
+
+        task = asyncio.create_task(worker())
+        queue.put_nowait(0)
+        await done.wait()
+        await task
+
+    t0 = time.perf_counter()
+    for _ in range(batches):
+        await asyncio.gather(*(one() for _ in range(concurrent)))
+    return concurrent * batches / (time.perf_counter() - t0)
+
+
+def floor_runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
+    return asyncio.run(_many_bare_runs(concurrent, batches, steps))
+
+
+def _interleaved_medians(fs: Sequence[Callable[[], float]], repeat: int) -> list[float]:
+    """Median of each measure over rounds that alternate them (machine drift hits all alike)."""
+    values: list[list[float]] = [[] for _ in fs]
+    for _ in range(repeat):
+        for f, out in zip(fs, values, strict=True):
+            gc.collect()
+            out.append(f())
+    return [statistics.median(v) for v in values]
 
 
 def _typical_event() -> PlanDecided:
@@ -169,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     aio_us = _median(floor_asyncio_us, args.repeat)
     total_us = _median(lambda: hop_total_us(args.hops), args.repeat)
     hop_us = total_us - aio_us
-    runs = _median(runs_per_s, max(3, args.repeat // 2))
+    runs, floor_runs = _interleaved_medians([runs_per_s, floor_runs_per_s], args.repeat)
     mp_us = _median(lambda: codec_us("msgpack"), args.repeat)
     js_us = _median(lambda: codec_us("json"), args.repeat)
 
@@ -179,7 +225,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("actor hop, 3 passive subscribers (total)", f"{total_us:.2f} µs",
          f"{total_us / aio_us:.1f}x asyncio floor", ""),
         ("actor hop, marginal over asyncio floor", f"{hop_us:.2f} µs", "", "<= 20 µs"),
-        ("trivial 10-step runs, 100 concurrent", f"{runs:,.0f} runs/s", "", ">= 10,000/s"),
+        ("floor: the same runs in bare asyncio", f"{floor_runs:,.0f} runs/s", "", ""),
+        ("trivial 10-step runs, 100 concurrent", f"{runs:,.0f} runs/s",
+         f"{runs / floor_runs:.2f}x asyncio floor", ">= 10,000/s"),
         ("codec round trip, msgpack", f"{mp_us:.2f} µs", "", "<= 20 µs"),
         ("codec round trip, JSON", f"{js_us:.2f} µs", f"{js_us / mp_us:.2f}x msgpack", ""),
     ]
@@ -195,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "floor_subject_us": round(sub_us, 3),
             "floor_asyncio_us": round(aio_us, 3),
             "runs_per_s_100": round(runs, 1),
+            "floor_runs_per_s_100": round(floor_runs, 1),
+            "runs_vs_floor": round(runs / floor_runs, 3),
             "codec_roundtrip_us": round(mp_us, 3),
             "json_roundtrip_us": round(js_us, 3),
         }))

@@ -17,9 +17,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import cast
 
 import reactivex
+from pydantic import BaseModel
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 from reactivex.subject import Subject
@@ -76,7 +77,9 @@ class RunStream:
             raise ValueError("run_id must be a non-empty string")
         self.run_id = run_id
         self._clock = clock
-        self._subject = _IsolatingSubject(self._report_subscriber_error)
+        # Created on first use: a run nobody observes (bare actor runs, benches)
+        # never pays for the Subject and its locks.
+        self._subject: _IsolatingSubject | None = None
         self._lock = threading.Lock()
         self._seq = 0
         self._pending: deque[Event] = deque()
@@ -85,14 +88,32 @@ class RunStream:
         self._history: list[Event] | None = [] if keep_history else None
         self._last_delivered = 0
         self._detached: list[tuple[str, str]] = []
-        self._taps: dict[str, list[_Tap]] = {}
+        self._taps: dict[str, tuple[_Tap, ...]] = {}
 
     # --- observing --------------------------------------------------------------
 
     @property
     def events(self) -> Observable[Event]:
         """The hot observable: subscribers see events published after they subscribe."""
-        return self._subject
+        return self._observable()
+
+    @property
+    def observer_count(self) -> int:
+        """Observers attached to :attr:`events` (taps not counted); for leak checks."""
+        subject = self._subject
+        return 0 if subject is None else len(subject.observers)
+
+    def _observable(self) -> _IsolatingSubject:
+        subject = self._subject
+        if subject is None:
+            with self._lock:
+                subject = self._subject
+                if subject is None:
+                    subject = _IsolatingSubject(self._report_subscriber_error)
+                    if self._finished is not None and self._last_delivered >= self._finished.seq:
+                        subject.on_completed()  # late subscribers see a completed stream
+                    self._subject = subject
+        return subject
 
     @property
     def last_seq(self) -> int:
@@ -122,7 +143,7 @@ class RunStream:
         If the callback (or an operator) raises, this subscriber alone is
         detached and the reason published as ``subscriber.detached``.
         """
-        source: Observable[Event] = self._subject
+        source: Observable[Event] = self._observable()
         if operators:
             source = source.pipe(*operators)
         holder: list[abc.DisposableBase] = []
@@ -163,20 +184,24 @@ class RunStream:
         order together with the observable's subscribers; a callback that
         raises is detached and reported like any subscriber.
         """
-        entry = _Tap(name, callback)
-        kinds = tuple(dict.fromkeys(types))
+        entry = _Tap(self, name, callback, tuple(dict.fromkeys(types)))
+        # Tap lists are copied on write, never mutated, so delivery iterates a
+        # snapshot without copying it on every event.
         with self._lock:
-            for kind in kinds:
-                self._taps.setdefault(kind, []).append(entry)
+            for kind in entry.kinds:
+                self._taps[kind] = (*self._taps.get(kind, ()), entry)
+        return entry
 
-        def remove() -> None:
-            with self._lock:
-                for kind in kinds:
-                    taps = self._taps.get(kind)
-                    if taps is not None and entry in taps:
-                        taps.remove(entry)
-
-        return Disposable(remove)
+    def _remove_tap(self, entry: _Tap) -> None:
+        with self._lock:
+            for kind in entry.kinds:
+                taps = self._taps.get(kind, ())
+                if entry in taps:
+                    rest = tuple(t for t in taps if t is not entry)
+                    if rest:
+                        self._taps[kind] = rest
+                    else:
+                        del self._taps[kind]
 
     def history(self, after_seq: int = 0) -> list[Event]:
         """Delivered events with ``seq > after_seq`` (empty if history is off)."""
@@ -202,6 +227,7 @@ class RunStream:
             # history before they reach live subscribers, so subscribing first
             # and sending the backlog after would duplicate; do it under the lock
             # that delivery appends to history with.
+            subject = self._observable()  # before the lock: creating it takes the lock
             with self._lock:
                 backlog = self.history(after_seq)
                 sent_up_to = backlog[-1].seq if backlog else after_seq
@@ -211,7 +237,7 @@ class RunStream:
                     if event.seq > sent_up_to:
                         observer.on_next(event)
 
-                live = None if done else self._subject.subscribe(
+                live = None if done else subject.subscribe(
                     on_next, observer.on_error, observer.on_completed
                 )
             for event in backlog:
@@ -226,80 +252,113 @@ class RunStream:
 
     # --- publishing -------------------------------------------------------------
 
-    def publish(self, event: Event, **envelope: Any) -> Event:
+    def publish(self, event: Event, *, actor: str | None = None,
+                cause: int | None = None) -> Event:
         """Stamp ``event`` with run id, seq and time, deliver it, and return the stamped copy.
 
-        Extra keyword arguments set other envelope fields (``actor``, ``cause``)
-        in the same copy.
+        ``actor`` and ``cause``, when given, are set in the same copy (else the
+        event keeps its own).
 
         Raises:
             StreamClosed: the run already published ``run.finished``.
         """
-        with self._lock:
+        stamped = self._emit(event, actor, cause)
+        if stamped is None:
+            raise StreamClosed(f"run {self.run_id} already finished; cannot publish {event.type!r}")
+        return stamped
+
+    def try_publish(self, event: Event, *, actor: str | None = None,
+                    cause: int | None = None) -> Event | None:
+        """Like :meth:`publish`, but returns ``None`` instead of raising once finished."""
+        return self._emit(event, actor, cause)
+
+    def _emit(self, event: Event, actor: str | None, cause: int | None) -> Event | None:
+        """Stamp, record and deliver ``event`` (and whatever its delivery publishes).
+
+        The hot path of every hop, so the stamped copy is made inline: the same
+        result as ``model_copy(update=...)`` (the values were validated when the
+        event was built and the stream's own are well-typed) at a fraction of
+        the cost. ``None`` once the run finished.
+        """
+        lock = self._lock
+        lock.acquire()  # (explicit acquire/release: a `with` costs three times as much here)
+        try:
             if self._finished is not None:
-                raise StreamClosed(
-                    f"run {self.run_id} already finished; cannot publish {event.type!r}"
-                )
-            self._seq += 1
-            envelope["run_id"] = self.run_id
-            envelope["seq"] = self._seq
-            envelope["ts"] = self._clock()
-            stamped = _stamped_copy(event, envelope)
-            if isinstance(stamped, RunFinished):
-                self._finished = stamped
+                return None
+            seq = self._seq = self._seq + 1
+            stamped = _new_instance(type(event))
+            fields = event.__dict__.copy()
+            if actor is not None:
+                fields["actor"] = actor
+                if cause is not None:
+                    fields["cause"] = cause
+                    stamp = _STAMP_ACTOR_CAUSE
+                else:
+                    stamp = _STAMP_ACTOR
+            elif cause is not None:
+                fields["cause"] = cause
+                stamp = _STAMP_CAUSE
+            else:
+                stamp = _STAMP
+            fields_set = event.__pydantic_fields_set__ | stamp
+            fields["run_id"] = self.run_id
+            fields["seq"] = seq
+            fields["ts"] = self._clock()
+            _set_dict(stamped, fields)
+            _set_fields_set(stamped, fields_set)
+            _set_extra(stamped, None)
+            _set_private(stamped, None)
+            if stamped.type == "run.finished":  # a str compare: isinstance on models is slow
+                self._finished = cast(RunFinished, stamped)
             if self._dispatching:  # re-entrant: delivered after the current event
                 self._pending.append(stamped)
                 return stamped
             self._dispatching = True
-            taps = self._record(stamped)
+            if self._history is not None:
+                self._history.append(stamped)
+            self._last_delivered = seq
+            taps = self._taps.get(stamped.type)
+        finally:
+            lock.release()
         try:
             self._dispatch(stamped, taps)
+            pending = self._pending
             while True:
-                with self._lock:
-                    if not self._pending:
+                lock.acquire()
+                try:
+                    if not pending:
                         self._dispatching = False
                         return stamped
-                    queued = self._pending.popleft()
-                    taps = self._record(queued)
+                    queued = pending.popleft()
+                    if self._history is not None:
+                        self._history.append(queued)
+                    self._last_delivered = queued.seq
+                    taps = self._taps.get(queued.type)
+                finally:
+                    lock.release()
                 self._dispatch(queued, taps)
         except BaseException:
-            with self._lock:
+            with lock:
                 self._dispatching = False
             raise
 
-    def try_publish(self, event: Event, **envelope: Any) -> Event | None:
-        """Like :meth:`publish`, but returns ``None`` instead of raising once finished."""
-        try:
-            return self.publish(event, **envelope)
-        except StreamClosed:
-            return None
-
-    def _record(self, event: Event) -> list[_Tap] | None:
-        """Under the lock: append to history (replay reads it) and snapshot the taps."""
-        if self._history is not None:
-            self._history.append(event)
-        self._last_delivered = event.seq
-        taps = self._taps.get(event.type)
-        return list(taps) if taps else None
-
-    def _dispatch(self, event: Event, taps: list[_Tap] | None) -> None:
+    def _dispatch(self, event: Event, taps: tuple[_Tap, ...] | None) -> None:
         if taps:
-            self._deliver_to_taps(taps, event)
-        subject = self._subject
-        if subject.observers:  # the common case of no observable subscriber costs nothing
+            for entry in taps:
+                if entry.dead:
+                    continue
+                try:
+                    entry.callback(event)
+                except Exception as exc:
+                    entry.dead = True
+                    self.report_detached(entry.name, f"tap raised {type(exc).__name__}: {exc}")
+        subject = self._subject  # None until someone observes: then this costs nothing
+        if subject is not None and subject.observers:
             subject.on_next(event)
-        if isinstance(event, RunFinished):
-            subject.on_completed()
-
-    def _deliver_to_taps(self, taps: list[_Tap], event: Event) -> None:
-        for entry in taps:
-            if entry.dead:
-                continue
-            try:
-                entry.callback(event)
-            except Exception as exc:
-                entry.dead = True
-                self.report_detached(entry.name, f"tap raised {type(exc).__name__}: {exc}")
+        if event.type == "run.finished":
+            self._taps = {}  # nothing is published after this: let the mailboxes go
+            if subject is not None:  # (one created after the read above starts completed)
+                subject.on_completed()
 
     # --- isolation ----------------------------------------------------------------
 
@@ -320,31 +379,35 @@ class RunStream:
         return iter(self.history())
 
 
-class _Tap:
-    __slots__ = ("callback", "dead", "name")
+class _Tap(abc.DisposableBase):
+    """One tap: its callback, the types it gets, and its own disposal."""
 
-    def __init__(self, name: str, callback: Callable[[Event], None]) -> None:
+    __slots__ = ("callback", "dead", "kinds", "name", "stream")
+
+    def __init__(self, stream: RunStream, name: str, callback: Callable[[Event], None],
+                 kinds: tuple[str, ...]) -> None:
+        self.stream = stream
         self.name = name
         self.callback = callback
+        self.kinds = kinds
         self.dead = False
 
+    def dispose(self) -> None:
+        if not self.dead:
+            self.dead = True
+            self.stream._remove_tap(self)
 
-def _stamped_copy(event: Event, envelope: dict[str, Any]) -> Event:
-    """A copy of ``event`` with envelope fields set, without re-validation.
 
-    Same result as ``model_copy(update=...)`` (the values were validated when
-    the event was built and the stream's own are well-typed) at half the cost;
-    publish is on every hop.
-    """
-    new = object.__new__(type(event))
-    fields = event.__dict__.copy()
-    fields.update(envelope)
-    object.__setattr__(new, "__dict__", fields)
-    object.__setattr__(new, "__pydantic_fields_set__",
-                       event.__pydantic_fields_set__ | envelope.keys())
-    object.__setattr__(new, "__pydantic_extra__", None)
-    object.__setattr__(new, "__pydantic_private__", None)
-    return new
+_new_instance = object.__new__
+# pydantic's slots, set through their descriptors (what object.__setattr__ does, minus the lookup)
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+_STAMP = frozenset({"run_id", "seq", "ts"})  # the fields a publish sets, for fields_set
+_STAMP_ACTOR = _STAMP | {"actor"}
+_STAMP_CAUSE = _STAMP | {"cause"}
+_STAMP_ACTOR_CAUSE = _STAMP_ACTOR | {"cause"}
 
 
 def _observer_name(observer: abc.ObserverBase[Event]) -> str:

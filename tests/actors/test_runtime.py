@@ -250,7 +250,7 @@ async def test_clean_shutdown_leaves_no_task_or_subscription() -> None:
         run.cancel()
         await run.wait()
     assert asyncio.all_tasks() == before
-    assert run.stream._subject.observers == []
+    assert run.stream.observer_count == 0
     assert searcher.started and searcher.stopped
 
 
@@ -308,3 +308,61 @@ async def test_an_error_in_the_run_scope_propagates_unchanged_and_fails_the_run(
             raise ValueError("app bug")
     finished = run.stream.finished
     assert finished is not None and finished.outcome == "failed" and "app bug" in finished.reason
+
+
+def worker_tasks(name: str) -> list[asyncio.Task[object]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == name]
+
+
+async def test_an_idle_actor_holds_no_task_and_wakes_for_the_next_message() -> None:
+    searcher = Searcher()
+    async with ActorRun("r", [searcher, Finisher(after=2)]) as run:
+        assert worker_tasks("searcher") == []  # started, nothing to do: no task
+        run.publish(SearchRequested(query="a"))
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert worker_tasks("searcher") == []  # drained its mailbox and ended
+        run.publish(SearchRequested(query="b"))  # a new worker picks this up
+        finished = await asyncio.wait_for(run.wait(), 5)
+    assert finished.outcome == "answered"
+    assert types(run).count("search.completed") == 2
+
+
+async def test_messages_arriving_while_a_worker_drains_are_all_handled_in_order() -> None:
+    handled: list[str] = []
+
+    class Echo(Actor):
+        name = "echo"
+        handles = ("search.requested",)
+
+        async def on_receive(self, msg: Event, ctx: ActorContext) -> None:
+            assert isinstance(msg, SearchRequested)
+            handled.append(msg.query)
+            if len(handled) % 3 == 0:
+                await asyncio.sleep(0)  # sometimes yield mid-drain
+            if len(handled) == 50:
+                ctx.finish("answered")
+
+    async with ActorRun("r", [Echo()]) as run:
+        for i in range(50):
+            run.publish(SearchRequested(query=str(i)))
+            if i % 7 == 0:
+                await asyncio.sleep(0)  # let the worker run dry and end now and then
+        await asyncio.wait_for(run.wait(), 5)
+    assert handled == [str(i) for i in range(50)]
+
+
+async def test_a_finished_run_lets_go_of_its_actors() -> None:
+    import gc
+    import weakref
+
+    searcher = Searcher()
+    ref = weakref.ref(searcher)
+    async with ActorRun("r", [searcher, Finisher()]) as run:
+        run.publish(SearchRequested(query="a"))
+        await asyncio.wait_for(run.wait(), 5)
+    stream = run.stream
+    del run, searcher
+    gc.collect()
+    assert ref() is None  # the stream a caller keeps does not keep the run's actors alive
+    assert stream.finished is not None

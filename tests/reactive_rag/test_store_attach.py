@@ -173,9 +173,9 @@ async def test_attacher_that_stops_early_unsubscribes_from_the_stream(store: Any
         events = store.attach("r1", 0, stream)
         first = await anext(events)
         assert first.seq == 1
-        observers_before = len(stream._subject.observers)
+        observers_before = stream.observer_count
         await events.aclose()  # type: ignore[attr-defined]
-        assert len(stream._subject.observers) == observers_before - 1
+        assert stream.observer_count == observers_before - 1
         stream.publish(RunFinished(outcome="cancelled"))
 
 

@@ -195,4 +195,4 @@ async def test_aclose_leaves_no_task_behind() -> None:
     await asyncio.sleep(0)
     await sub.aclose()
     assert asyncio.all_tasks() == before
-    assert stream._subject.observers == []
+    assert stream.observer_count == 0

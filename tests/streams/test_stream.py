@@ -172,3 +172,53 @@ def test_replay_of_a_finished_run_completes() -> None:
 def test_empty_run_id_is_refused() -> None:
     with pytest.raises(ValueError):
         RunStream("")
+
+
+def test_publish_returns_a_stamped_copy_and_leaves_the_event_untouched() -> None:
+    stream = RunStream("run-1", clock=lambda: 7.0)
+    event = SearchRequested(query="q", cause=4)
+    first = stream.publish(event, actor="planner")
+    second = stream.publish(event)
+    assert (event.seq, event.run_id, event.actor, event.cause) == (0, "", "", 4)
+    assert (first.seq, first.actor, first.cause) == (1, "planner", 4)
+    assert (second.seq, second.actor, second.cause) == (2, "", 4)
+    # the copy is a real model: it validates, compares and copies like one
+    assert SearchRequested.model_validate(first.model_dump()) == first
+    assert first.model_copy(update={"query": "r"}).query == "r"
+    assert {"run_id", "seq", "ts", "actor", "query", "cause"} <= first.model_fields_set
+
+
+def test_a_subscriber_arriving_after_the_end_sees_the_stream_complete() -> None:
+    stream = RunStream("run-1")
+    stream.publish(RunFinished(outcome="answered"))
+    seen: list[Event] = []
+    completed = threading.Event()
+    stream.events.subscribe(seen.append, on_completed=completed.set)
+    assert completed.is_set() and seen == []
+    assert stream.observer_count == 0
+
+
+def test_taps_are_released_when_the_run_finishes() -> None:
+    stream = RunStream("run-1")
+    got: list[str] = []
+    tap = stream.tap(["search.requested"], lambda e: got.append(e.type), name="t")
+    stream.publish(SearchRequested(query="a"))
+    stream.publish(RunFinished(outcome="answered"))
+    assert got == ["search.requested"]
+    assert stream._taps == {}  # the stream no longer holds the callback (or what it refers to)
+    tap.dispose()  # disposing after the end is harmless
+
+
+def test_a_disposed_tap_gets_nothing_more_even_mid_dispatch() -> None:
+    stream = RunStream("run-1")
+    got: list[str] = []
+    second: list[object] = []
+
+    def first(e: Event) -> None:
+        second[0].dispose()  # type: ignore[attr-defined]
+
+    stream.tap(["search.requested"], first, name="first")
+    second.append(stream.tap(["search.requested"], lambda e: got.append(e.type), name="second"))
+    stream.publish(SearchRequested(query="a"))
+    stream.publish(SearchRequested(query="b"))
+    assert got == []
