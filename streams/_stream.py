@@ -187,9 +187,13 @@ class RunStream:
         entry = _Tap(self, name, callback, tuple(dict.fromkeys(types)))
         # Tap lists are copied on write, never mutated, so delivery iterates a
         # snapshot without copying it on every event.
-        with self._lock:
+        self._lock.acquire()
+        try:
+            taps = self._taps
             for kind in entry.kinds:
-                self._taps[kind] = (*self._taps.get(kind, ()), entry)
+                taps[kind] = (*taps.get(kind, ()), entry)
+        finally:
+            self._lock.release()
         return entry
 
     def _remove_tap(self, entry: _Tap) -> None:
@@ -262,23 +266,19 @@ class RunStream:
         Raises:
             StreamClosed: the run already published ``run.finished``.
         """
-        stamped = self._emit(event, actor, cause)
+        stamped = self.try_publish(event, actor=actor, cause=cause)
         if stamped is None:
             raise StreamClosed(f"run {self.run_id} already finished; cannot publish {event.type!r}")
         return stamped
 
     def try_publish(self, event: Event, *, actor: str | None = None,
                     cause: int | None = None) -> Event | None:
-        """Like :meth:`publish`, but returns ``None`` instead of raising once finished."""
-        return self._emit(event, actor, cause)
+        """Like :meth:`publish`, but returns ``None`` instead of raising once finished.
 
-    def _emit(self, event: Event, actor: str | None, cause: int | None) -> Event | None:
-        """Stamp, record and deliver ``event`` (and whatever its delivery publishes).
-
-        The hot path of every hop, so the stamped copy is made inline: the same
-        result as ``model_copy(update=...)`` (the values were validated when the
-        event was built and the stream's own are well-typed) at a fraction of
-        the cost. ``None`` once the run finished.
+        This is the hot path of every hop, so the stamped copy is made inline:
+        the same result as ``model_copy(update=...)`` (the values were validated
+        when the event was built and the stream's own are well-typed) at a
+        fraction of the cost.
         """
         lock = self._lock
         lock.acquire()  # (explicit acquire/release: a `with` costs three times as much here)

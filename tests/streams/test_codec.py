@@ -205,3 +205,25 @@ def test_values_msgpack_cannot_carry_are_a_typed_encode_error() -> None:
     event = BudgetTick(steps=2**70)
     with pytest.raises(EncodeError, match=r"budget\.tick"):
         encode_msgpack(event)
+    # the encoder is still good for the next event after refusing one
+    ok = BudgetTick(steps=3)
+    assert decode_msgpack(encode_msgpack(ok)) == ok
+
+
+def test_encoding_from_many_threads_at_once_never_mixes_events() -> None:
+    import threading
+
+    errors: list[str] = []
+
+    def encode_many(worker: int) -> None:
+        for i in range(300):
+            event = SearchCompleted(query=f"w{worker}-{i}" * (1 + i % 7), seq=i)
+            if decode_msgpack(encode_msgpack(event)) != event:
+                errors.append(f"worker {worker} event {i}")
+
+    threads = [threading.Thread(target=encode_many, args=(w,)) for w in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
