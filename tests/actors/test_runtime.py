@@ -366,3 +366,34 @@ async def test_a_finished_run_lets_go_of_its_actors() -> None:
     gc.collect()
     assert ref() is None  # the stream a caller keeps does not keep the run's actors alive
     assert stream.finished is not None
+
+
+async def test_a_finished_run_leaves_no_reference_cycle_for_the_gc() -> None:
+    import gc
+
+    class Relay(Actor):
+        name = "relay"
+        handles = ("search.requested",)
+
+        async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+            assert isinstance(msg, SearchRequested)
+            if len(msg.query) >= 5:
+                ctx.finish("answered")
+                return None
+            return [SearchRequested(query=msg.query + "x")]
+
+    async def one() -> None:
+        async with ActorRun("r", [Relay()]) as run:
+            run.publish(SearchRequested(query="x"))
+            await run.wait()
+
+    await one()  # warm up (first-use caches)
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(20):
+            await one()
+        # everything a run allocated was freed by reference counting already
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
