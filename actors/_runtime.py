@@ -455,6 +455,14 @@ class ActorRun:
                     box.failed += 1
                     self._answer_failure(box, msg, exc)
                     continue
+                except asyncio.CancelledError as exc:
+                    if me is None or me.cancelling():
+                        raise  # the run is stopping this worker
+                    # The handler's own await was cancelled (a future someone else
+                    # cancelled): a failure of this request, not of the actor.
+                    box.failed += 1
+                    self._answer_failure(box, msg, exc)
+                    continue
                 finally:
                     box.in_flight -= 1
                 box.processed += 1

@@ -397,3 +397,28 @@ async def test_a_finished_run_leaves_no_reference_cycle_for_the_gc() -> None:
         assert gc.collect() == 0
     finally:
         gc.enable()
+
+
+async def test_a_handler_whose_await_is_cancelled_from_outside_fails_only_that_request() -> None:
+    pending: list[asyncio.Future[None]] = []
+
+    class Waiter(Searcher):
+        async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event]:
+            assert isinstance(msg, SearchRequested)
+            if msg.query == "wait":
+                fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                pending.append(fut)
+                await fut  # someone else cancels this future
+            return [SearchCompleted(query=msg.query)]
+
+    async with ActorRun("r", [Waiter(), Finisher()]) as run:
+        run.publish(SearchRequested(query="wait"))
+        run.publish(SearchRequested(query="next"))  # queued behind the waiting one
+        for _ in range(3):
+            await asyncio.sleep(0)
+        pending[0].cancel()
+        finished = await asyncio.wait_for(run.wait(), 5)
+    failed = [e for e in run.stream.history() if isinstance(e, ActorFailed)]
+    assert [f.error.kind for f in failed] == ["CancelledError"]
+    assert finished.outcome == "answered"  # the queued request was still served
+    assert [e.query for e in run.stream.history() if isinstance(e, SearchCompleted)] == ["next"]
