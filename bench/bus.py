@@ -13,7 +13,9 @@ process with its floor:
 - runs_per_s_100: trivial 10-step runs (10 handler calls), 100 at a time, each
   with its own stream, actor, worker task and terminal claim;
   floor_runs_per_s_100 the same runs in bare asyncio (a worker task, a queue and
-  an event per run), measured in alternating rounds with ours;
+  an event per run), and stream_floor_runs_per_s_100 those bare runs with their
+  11 events built and published on a RunStream (what events and stream cost
+  without the actor layer); all three in alternating rounds;
 - codec_roundtrip_us: msgpack encode + decode of a typical event (10 fields, one
   500-character string); json_roundtrip_us the same through JSON.
 """
@@ -36,6 +38,8 @@ from actors import Actor, ActorContext, ActorRun
 from streams import (
     Event,
     PlanDecided,
+    RunFinished,
+    RunStream,
     decode_json,
     decode_msgpack,
     encode_json,
@@ -178,6 +182,41 @@ def floor_runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) 
     return asyncio.run(_many_bare_runs(concurrent, batches, steps))
 
 
+async def _many_stream_runs(concurrent: int, batches: int, steps: int) -> float:
+    """The bare runs, plus the run's events built and published on a RunStream (no actors)."""
+
+    async def one(i: int) -> None:
+        stream = RunStream(f"run-{i}")
+        queue: asyncio.Queue[Event] = asyncio.Queue()
+        done = asyncio.Event()
+
+        async def worker() -> None:
+            while True:
+                msg = await queue.get()
+                n = msg.n  # type: ignore[attr-defined]
+                if n + 1 >= steps:
+                    stream.try_publish(RunFinished(outcome="answered"), actor="runtime")
+                    done.set()
+                    return
+                sent = stream.try_publish(Ping(n=n + 1), actor="relay", cause=msg.seq)
+                assert sent is not None
+                queue.put_nowait(sent)
+
+        task = asyncio.create_task(worker())
+        queue.put_nowait(stream.publish(Ping(n=0)))
+        await done.wait()
+        await task
+
+    t0 = time.perf_counter()
+    for b in range(batches):
+        await asyncio.gather(*(one(b * concurrent + i) for i in range(concurrent)))
+    return concurrent * batches / (time.perf_counter() - t0)
+
+
+def stream_floor_runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
+    return asyncio.run(_many_stream_runs(concurrent, batches, steps))
+
+
 def _interleaved_medians(fs: Sequence[Callable[[], float]], repeat: int) -> list[float]:
     """Median of each measure over rounds that alternate them (machine drift hits all alike)."""
     values: list[list[float]] = [[] for _ in fs]
@@ -215,7 +254,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     aio_us = _median(floor_asyncio_us, args.repeat)
     total_us = _median(lambda: hop_total_us(args.hops), args.repeat)
     hop_us = total_us - aio_us
-    runs, floor_runs = _interleaved_medians([runs_per_s, floor_runs_per_s], args.repeat)
+    runs, floor_runs, stream_runs = _interleaved_medians(
+        [runs_per_s, floor_runs_per_s, stream_floor_runs_per_s], args.repeat)
     mp_us = _median(lambda: codec_us("msgpack"), args.repeat)
     js_us = _median(lambda: codec_us("json"), args.repeat)
 
@@ -226,16 +266,18 @@ def main(argv: Sequence[str] | None = None) -> int:
          f"{total_us / aio_us:.1f}x asyncio floor", ""),
         ("actor hop, marginal over asyncio floor", f"{hop_us:.2f} µs", "", "<= 20 µs"),
         ("floor: the same runs in bare asyncio", f"{floor_runs:,.0f} runs/s", "", ""),
+        ("  + their events built, published on a RunStream", f"{stream_runs:,.0f} runs/s",
+         f"{stream_runs / floor_runs:.2f}x asyncio floor", ""),
         ("trivial 10-step runs, 100 concurrent", f"{runs:,.0f} runs/s",
-         f"{runs / floor_runs:.2f}x asyncio floor", ">= 10,000/s"),
+         f"{runs / floor_runs:.2f}x asyncio, {runs / stream_runs:.2f}x stream", ">= 10,000/s"),
         ("codec round trip, msgpack", f"{mp_us:.2f} µs", "", "<= 20 µs"),
         ("codec round trip, JSON", f"{js_us:.2f} µs", f"{js_us / mp_us:.2f}x msgpack", ""),
     ]
     width = max(len(r[0]) for r in rows)
     print(f"{f'measure (median of {args.repeat})':<{width}}  {'value':>14}  "
-          f"{'ratio':<22} target")
+          f"{'ratio':<30} target")
     for name, value, ratio, target in rows:
-        print(f"{name:<{width}}  {value:>14}  {ratio:<22} {target}")
+        print(f"{name:<{width}}  {value:>14}  {ratio:<30} {target}")
     if args.json:
         print(json.dumps({
             "hop_us": round(hop_us, 3),
@@ -245,6 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "runs_per_s_100": round(runs, 1),
             "floor_runs_per_s_100": round(floor_runs, 1),
             "runs_vs_floor": round(runs / floor_runs, 3),
+            "stream_floor_runs_per_s_100": round(stream_runs, 1),
+            "runs_vs_stream_floor": round(runs / stream_runs, 3),
             "codec_roundtrip_us": round(mp_us, 3),
             "json_roundtrip_us": round(js_us, 3),
         }))
