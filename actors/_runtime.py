@@ -99,14 +99,13 @@ class _Mailbox:
     end of a run has no idle workers to cancel and await.
     """
 
-    __slots__ = ("actor", "edge", "failed", "in_flight", "processed", "queue",
-                 "rejected", "subscription", "workers")
+    __slots__ = ("actor", "failed", "in_flight", "processed", "queue", "rejected",
+                 "subscription", "workers")
 
     def __init__(self, actor: Actor) -> None:
         self.actor = actor
         self.queue: deque[Event] = deque()
         self.subscription: abc.DisposableBase | None = None
-        self.edge = False  # fed through user operators rather than a tap
         self.workers: set[asyncio.Task[None]] = set()
         self.in_flight = 0
         self.processed = 0
@@ -325,8 +324,8 @@ class ActorRun:
         stops at its next await).
         """
         for box in self._mailboxes:
-            if box.edge and box.subscription is not None:
-                box.subscription.dispose()
+            if box.subscription is not None and box.actor.name in self._edges:
+                box.subscription.dispose()  # a reactivex subscription through user operators
             # Dropping the tap also breaks the cycle box -> tap -> deliver -> box,
             # so a finished run is freed by reference counting, not left to the
             # cyclic GC (whose passes were a quarter of a short run's time).
@@ -365,8 +364,7 @@ class ActorRun:
             with contextlib.suppress(Exception, asyncio.TimeoutError):
                 async with asyncio.timeout(self._stop_timeout_s):
                     await box.actor.on_stop(ActorContext(self, box.actor))
-        if not self._done.is_set():
-            self._publish_terminal()
+        self._publish_terminal()
 
     # --- messages -----------------------------------------------------------------------
 
@@ -420,7 +418,6 @@ class ActorRun:
             source = self.stream.events.pipe(operators.of_type(*actor.handles))
             for op in edge_ops:
                 source = op(source)
-            box.edge = True
             box.subscription = source.subscribe(deliver, edge_failed)
         else:  # no user operators on this edge: the stream's type-indexed fast path
             box.subscription = self.stream.tap(actor.handles, deliver, name=f"mailbox:{actor.name}")
@@ -438,7 +435,6 @@ class ActorRun:
         """
         actor, queue = box.actor, box.queue
         ctx = ActorContext(self, actor)
-        name, publish = actor.name, self.stream.try_publish
         timed = actor.timeout_s is not None or self._deadline is not None
         me = asyncio.current_task()
         try:
@@ -467,22 +463,17 @@ class ActorRun:
                     box.in_flight -= 1
                 box.processed += 1
                 if out:
-                    for event in out:  # what _publish_from does, inline: this is every hop
-                        if self._terminal is not None:
-                            self._dropped_after_claim += 1
-                            continue
-                        publish(event, actor=name,
-                                cause=msg.seq if event.cause is None else event.cause)
+                    for event in out:
+                        self._publish_from(actor, event, msg.seq)
         finally:
             if me is not None:
                 box.workers.discard(me)
 
     def _request_timeout(self, actor: Actor) -> float | None:
         """The actor's cap, further capped by the time the run has left."""
-        if self._deadline is None:
+        left = self.remaining()
+        if left is None:
             return actor.timeout_s
-        assert self._loop is not None
-        left = max(0.0, self._deadline - self._loop.time())
         return left if actor.timeout_s is None else min(actor.timeout_s, left)
 
     def _answer_failure(self, box: _Mailbox, msg: Event, exc: BaseException) -> None:

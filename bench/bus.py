@@ -29,7 +29,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 from reactivex.subject import Subject
@@ -134,28 +134,31 @@ def hop_total_us(hops: int) -> float:
     return asyncio.run(_chain(hops, subscribers=3))
 
 
-async def _many_runs(concurrent: int, batches: int, steps: int) -> float:
+async def _runs_per_s(one: Callable[[int], Awaitable[None]], concurrent: int,
+                      batches: int) -> float:
+    """Runs/s of ``one(i)``, ``concurrent`` at a time under gather, ``batches`` times."""
+    t0 = time.perf_counter()
+    for b in range(batches):
+        await asyncio.gather(*(one(b * concurrent + i) for i in range(concurrent)))
+    return concurrent * batches / (time.perf_counter() - t0)
+
+
+def runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
+    """Trivial ``steps``-step runs through ActorRun."""
+
     async def one(i: int) -> None:
         run = ActorRun(f"run-{i}", [Relay(steps)])
         async with run:
             run.publish(Ping(n=0))
             await run.wait()
 
-    t0 = time.perf_counter()
-    for b in range(batches):
-        await asyncio.gather(*(one(b * concurrent + i) for i in range(concurrent)))
-    elapsed = time.perf_counter() - t0
-    return concurrent * batches / elapsed
+    return asyncio.run(_runs_per_s(one, concurrent, batches))
 
 
-def runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
-    return asyncio.run(_many_runs(concurrent, batches, steps))
-
-
-async def _many_bare_runs(concurrent: int, batches: int, steps: int) -> float:
+def floor_runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
     """The same runs in bare asyncio: one worker task + queue + done event per run."""
 
-    async def one() -> None:
+    async def one(i: int) -> None:
         queue: asyncio.Queue[int] = asyncio.Queue()
         done = asyncio.Event()
 
@@ -172,17 +175,10 @@ async def _many_bare_runs(concurrent: int, batches: int, steps: int) -> float:
         await done.wait()
         await task
 
-    t0 = time.perf_counter()
-    for _ in range(batches):
-        await asyncio.gather(*(one() for _ in range(concurrent)))
-    return concurrent * batches / (time.perf_counter() - t0)
+    return asyncio.run(_runs_per_s(one, concurrent, batches))
 
 
-def floor_runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
-    return asyncio.run(_many_bare_runs(concurrent, batches, steps))
-
-
-async def _many_stream_runs(concurrent: int, batches: int, steps: int) -> float:
+def stream_floor_runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
     """The bare runs, plus the run's events built and published on a RunStream (no actors)."""
 
     async def one(i: int) -> None:
@@ -207,14 +203,7 @@ async def _many_stream_runs(concurrent: int, batches: int, steps: int) -> float:
         await done.wait()
         await task
 
-    t0 = time.perf_counter()
-    for b in range(batches):
-        await asyncio.gather(*(one(b * concurrent + i) for i in range(concurrent)))
-    return concurrent * batches / (time.perf_counter() - t0)
-
-
-def stream_floor_runs_per_s(concurrent: int = 100, batches: int = 10, steps: int = 10) -> float:
-    return asyncio.run(_many_stream_runs(concurrent, batches, steps))
+    return asyncio.run(_runs_per_s(one, concurrent, batches))
 
 
 def _interleaved_medians(fs: Sequence[Callable[[], float]], repeat: int) -> list[float]:

@@ -314,10 +314,7 @@ class RunStream:
                 self._pending.append(stamped)
                 return stamped
             self._dispatching = True
-            if self._history is not None:
-                self._history.append(stamped)
-            self._last_delivered = seq
-            taps = self._taps.get(stamped.type)
+            taps = self._record(stamped)
         finally:
             lock.release()
         try:
@@ -330,10 +327,7 @@ class RunStream:
                         self._dispatching = False
                         return stamped
                     queued = pending.popleft()
-                    if self._history is not None:
-                        self._history.append(queued)
-                    self._last_delivered = queued.seq
-                    taps = self._taps.get(queued.type)
+                    taps = self._record(queued)
                 finally:
                     lock.release()
                 self._dispatch(queued, taps)
@@ -341,6 +335,13 @@ class RunStream:
             with lock:
                 self._dispatching = False
             raise
+
+    def _record(self, event: Event) -> tuple[_Tap, ...] | None:
+        """Under the lock: append to history (replay reads it); return the event's taps."""
+        if self._history is not None:
+            self._history.append(event)
+        self._last_delivered = event.seq
+        return self._taps.get(event.type)
 
     def _dispatch(self, event: Event, taps: tuple[_Tap, ...] | None) -> None:
         if taps:

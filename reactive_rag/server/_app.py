@@ -206,11 +206,8 @@ async def cancel_run(request: web.Request) -> web.Response:
 
 @routes.get("/v1/runs/{run_id}/events")
 async def run_events(request: web.Request) -> web.StreamResponse:
-    tenant = request_tenant(request)
-    run_id = _run_id(request)
-    after = _after(request)
     config = request.app[CONFIG_KEY]
-    feed = await _open_feed(request, tenant, run_id, after)
+    feed = await _open_feed(request)
     async with feed:
         return await serve_sse(request, feed, keepalive_s=config.keepalive_s,
                                write_timeout_s=config.write_timeout_s)
@@ -218,11 +215,9 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 
 @routes.get("/v1/runs/{run_id}/ws")
 async def run_ws(request: web.Request) -> web.StreamResponse:
-    tenant = request_tenant(request)
-    run_id = _run_id(request)
-    after = _after(request)
     config = request.app[CONFIG_KEY]
-    feed = await _open_feed(request, tenant, run_id, after)
+    run_id = _run_id(request)
+    feed = await _open_feed(request)
     ws = web.WebSocketResponse(heartbeat=config.keepalive_s, max_msg_size=4096)
     async with feed:
         await ws.prepare(request)
@@ -236,9 +231,11 @@ async def run_ws(request: web.Request) -> web.StreamResponse:
     return ws
 
 
-async def _open_feed(request: web.Request, tenant: Tenant, run_id: str,
-                     after: int) -> EventFeed:
-    """A feed of the run's events after ``after``; 404 before anything is sent if not visible."""
+async def _open_feed(request: web.Request) -> EventFeed:
+    """The requested run's events after ``?after=``; 404 before anything is sent if not visible."""
+    tenant = request_tenant(request)
+    run_id = _run_id(request)
+    after = _after(request)
     store = request.app[STORE_KEY]
     await store.get_run(run_id, tenant.name)
     live = request.app[MANAGER_KEY].live_stream(run_id)

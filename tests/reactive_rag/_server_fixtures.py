@@ -20,19 +20,10 @@ from reactive_rag.index import CorpusIndex, Document
 from reactive_rag.server import ServerConfig, TenantConfig, create_app, hash_token
 from reactive_rag.store import SqliteRunStore
 
+from ._corpus import DOCS
+
 SECRET = "The vault combination is 4-8-15-16-23-42 and only beta may know it."
 
-DOCS = [
-    Document(id="aspirin", title="Aspirin", text=(
-        "Aspirin is a medication used to reduce pain, fever, or inflammation. "
-        "Aspirin was first isolated by Felix Hoffmann, a chemist at Bayer, in 1897.")),
-    Document(id="bayer", title="Bayer", text=(
-        "Bayer AG is a German multinational pharmaceutical and biotechnology company. "
-        "Bayer was founded in Barmen in 1863 by Friedrich Bayer and Johann Friedrich Weskott.")),
-    Document(id="tea", title="Tea", text=(
-        "Tea is an aromatic beverage prepared by pouring hot water over cured leaves of "
-        "Camellia sinensis. After water, it is the most widely consumed drink in the world.")),
-]
 SECRET_DOCS = [Document(id="vault", title="Vault", text=SECRET)]
 
 TOKENS = {"acme": "acme-token-123", "beta": "beta-token-456"}

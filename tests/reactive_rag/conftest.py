@@ -1,4 +1,4 @@
-"""Fixtures shared by the HTTP service tests."""
+"""Fixtures shared by the end-to-end tests: the small demo corpus, the server's corpus."""
 
 from __future__ import annotations
 
@@ -6,9 +6,20 @@ from collections.abc import Iterator
 
 import pytest
 
+from actors.models import HashingEmbedder
 from reactive_rag.index import CorpusIndex
 
+from ._corpus import DOCS
 from ._server_fixtures import build_index
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusIndex]:
+    """The four-document corpus as collection ``demo`` (a module with its own overrides it)."""
+    idx = CorpusIndex(tmp_path_factory.mktemp("demo-idx"), HashingEmbedder())
+    idx.index_documents("demo", DOCS)
+    yield idx
+    idx.close()
 
 
 @pytest.fixture(scope="module")

@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 from reactivex import operators as ops
 
-from actors.models import HashingEmbedder
 from reactive_rag._engine import Engine
 from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
 from reactive_rag.index import CorpusIndex
 from reactive_rag.run import RunConfigError
 from streams import AsyncSubscriber, Event, RerankRequested, ToolCall
-
-from ._corpus import DOCS
-
-
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusIndex]:
-    idx = CorpusIndex(tmp_path_factory.mktemp("idx"), HashingEmbedder())
-    idx.index_documents("demo", DOCS)
-    yield idx
-    idx.close()
 
 
 @pytest.fixture

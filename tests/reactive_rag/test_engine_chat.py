@@ -8,30 +8,15 @@ run makes on what the model says (ids, quotes, budgets) is exercised for real.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
-from actors.models import HashingEmbedder, OpenAIChatClient
+from actors.models import OpenAIChatClient
 from reactive_rag._engine import Engine
 from reactive_rag.agent import ChatPlanner, ChatWriter
-from reactive_rag.index import CorpusIndex, Document
+from reactive_rag.index import CorpusIndex
 from tests.actors._openai_fixtures import FakeOpenAI, Status, fake_openai, stream_reply
-
-DOCS = [
-    Document(id="bayer", title="Bayer", text=(
-        "Bayer AG is a German multinational pharmaceutical company. "
-        "Bayer was founded in Barmen in 1863 by Friedrich Bayer and Johann Friedrich Weskott.")),
-    Document(id="tea", title="Tea", text="Tea is an aromatic beverage made from leaves."),
-]
-
-
-@pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusIndex]:
-    idx = CorpusIndex(tmp_path_factory.mktemp("chat-idx"), HashingEmbedder())
-    idx.index_documents("demo", DOCS)
-    yield idx
-    idx.close()
 
 
 @pytest.fixture
