@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
+import sysconfig
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
+from weakref import getweakrefcount
 
 from reactivex import Observable, abc
 
@@ -99,11 +102,13 @@ class _Mailbox:
     end of a run has no idle workers to cancel and await.
     """
 
-    __slots__ = ("actor", "failed", "in_flight", "processed", "queue", "rejected",
-                 "subscription", "workers")
+    __slots__ = ("actor", "concurrency", "failed", "in_flight", "limit", "processed",
+                 "queue", "rejected", "subscription", "workers")
 
     def __init__(self, actor: Actor) -> None:
         self.actor = actor
+        self.limit = actor.mailbox_size
+        self.concurrency = actor.concurrency
         self.queue: deque[Event] = deque()
         self.subscription: abc.DisposableBase | None = None
         self.workers: set[asyncio.Task[None]] = set()
@@ -337,7 +342,9 @@ class ActorRun:
 
     def _publish_terminal(self) -> None:
         assert self._terminal is not None
-        self.stream.try_publish(self._terminal, actor="runtime")
+        terminal = self._terminal  # built by _claim for this run, unless a shared bare one
+        owned = terminal is not _BARE_FINISHED.get(terminal.outcome)
+        self.stream.try_publish(terminal, actor="runtime", owned=owned)
         self._done.set()
 
     async def _await_teardown(self) -> None:
@@ -376,13 +383,14 @@ class ActorRun:
             return None
         return self.stream.try_publish(event, actor=actor, cause=cause)
 
-    def _publish_from(self, actor: Actor, event: Event, cause: int | None) -> Event | None:
+    def _publish_from(self, actor: Actor, event: Event, cause: int | None,
+                      owned: bool = False) -> Event | None:
         if self._terminal is not None:
             self._dropped_after_claim += 1
             return None
         if event.cause is not None:
             cause = event.cause
-        return self.stream.try_publish(event, actor=actor.name, cause=cause)
+        return self.stream.try_publish(event, actor=actor.name, cause=cause, owned=owned)
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline, never negative (``None``: no deadline)."""
@@ -392,21 +400,18 @@ class ActorRun:
 
     def _open_mailbox(self, box: _Mailbox) -> None:
         actor = box.actor
-        queue = box.queue
-        workers = box.workers
-        limit = actor.mailbox_size
-        concurrency = actor.concurrency
 
-        def deliver(msg: Event) -> None:
+        def deliver(msg: Event) -> None:  # (closes over self and box only: fewer cells)
             if self._terminal is not None:
                 return  # the run is ending: nothing new is handled
-            if len(queue) >= limit:
+            queue = box.queue
+            if len(queue) >= box.limit:
                 box.rejected += 1
                 self._answer_failure(box, msg, MailboxFull(
-                    f"actor {actor.name!r} mailbox is full ({limit} requests)"))
+                    f"actor {box.actor.name!r} mailbox is full ({box.limit} requests)"))
                 return
             queue.append(msg)
-            if len(workers) < concurrency:
+            if len(box.workers) < box.concurrency:
                 self._start_worker(box)
 
         def edge_failed(exc: Exception) -> None:
@@ -420,7 +425,8 @@ class ActorRun:
                 source = op(source)
             box.subscription = source.subscribe(deliver, edge_failed)
         else:  # no user operators on this edge: the stream's type-indexed fast path
-            box.subscription = self.stream.tap(actor.handles, deliver, name=f"mailbox:{actor.name}")
+            box.subscription = self.stream.tap(actor.handles, deliver,
+                                               name=f"mailbox:{actor.name}")
 
     def _start_worker(self, box: _Mailbox) -> None:
         assert self._loop is not None
@@ -463,8 +469,16 @@ class ActorRun:
                     box.in_flight -= 1
                 box.processed += 1
                 if out:
+                    # A list made for this return, of events made for it: nobody
+                    # else can see them, so the stream stamps them in place instead
+                    # of copying (numpy's ndarray.resize makes the same refcheck).
+                    # Counted here, not in a helper, so the expected counts hold:
+                    # `out` is held by this frame alone (+1 for the call), each
+                    # event by the list and the loop variable alone (+1).
+                    fresh = _REFCHECK and type(out) is list and _getrefcount(out) == 2
                     for event in out:
-                        self._publish_from(actor, event, msg.seq)
+                        owned = fresh and _getrefcount(event) == 3 and not getweakrefcount(event)
+                        self._publish_from(actor, event, msg.seq, owned)
         finally:
             if me is not None:
                 box.workers.discard(me)
@@ -511,9 +525,28 @@ class ActorRun:
         ]
 
 
+# Reference counts prove a handler's returned events private on CPython up to
+# 3.13 with the GIL. 3.14 skips some reference count changes (borrowed
+# references) and free-threaded builds count differently, so there the counts
+# mean something else and the events are copied as before.
+_REFCHECK = (sys.implementation.name == "cpython" and sys.version_info < (3, 14)
+             and not sysconfig.get_config_var("Py_GIL_DISABLED"))
+_getrefcount = sys.getrefcount
+_BARE_FINISHED: dict[str, RunFinished] = {}  # outcome -> shared terminal event, see below
+
+
 def _run_finished(outcome: Outcome, reason: str, answer: str,
                   claims: tuple[Claim, ...]) -> RunFinished:
-    """The terminal event, validated with only the fields that differ from their defaults."""
+    """The terminal event, validated with only the fields that differ from their defaults.
+
+    A bare outcome (no reason, answer or claims) is validated once and shared:
+    the stream publishes a stamped copy of it.
+    """
+    if not (reason or answer or claims):
+        bare = _BARE_FINISHED.get(outcome)
+        if bare is None:
+            bare = _BARE_FINISHED[outcome] = RunFinished(outcome=outcome)
+        return bare
     fields: dict[str, Any] = {"outcome": outcome}
     if reason:
         fields["reason"] = reason

@@ -9,7 +9,9 @@ process with its floor:
   another task), the least a mailbox hop can cost;
 - hop_total_us: publish -> mailbox -> handler -> publish through ``ActorRun``
   with 3 passive subscribers attached; ``hop_us`` = hop_total_us - floor_asyncio_us
-  (the runtime's marginal overhead);
+  (the runtime's marginal overhead; it can be negative: a worker that is already
+  running takes its next message without the event-loop round trip the floor's
+  queue handoff always pays);
 - runs_per_s_100: trivial 10-step runs (10 handler calls), 100 at a time, each
   with its own stream, actor, worker task and terminal claim;
   floor_runs_per_s_100 the same runs in bare asyncio (a worker task, a queue and

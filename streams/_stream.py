@@ -1,10 +1,11 @@
 """The run stream: a hot observable of one run's events, stamped and ordered.
 
 Publishing is synchronous and cheap. The stream assigns a gap-free, strictly
-increasing ``seq`` (also across threads) and a timestamp, then delivers the
-event to every subscriber. A publish made *while* events are being delivered
-(a subscriber reacting to an event) is queued and delivered after the current
-one, so every subscriber sees events in ``seq`` order.
+increasing ``seq`` (also across threads) and a timestamp on a copy of the event
+(the caller's stays as it was built, unless the caller hands it over with
+``owned=True``), then delivers it to every subscriber. A publish made *while*
+events are being delivered (a subscriber reacting to an event) is queued and
+delivered after the current one, so every subscriber sees events in ``seq`` order.
 
 A subscriber that raises is isolated: it is detached, the failure is reported
 as a ``subscriber.detached`` event, and the run and the other subscribers go on.
@@ -272,8 +273,13 @@ class RunStream:
         return stamped
 
     def try_publish(self, event: Event, *, actor: str | None = None,
-                    cause: int | None = None) -> Event | None:
+                    cause: int | None = None, owned: bool = False) -> Event | None:
         """Like :meth:`publish`, but returns ``None`` instead of raising once finished.
+
+        ``owned=True`` says the caller holds the only reference to ``event`` and
+        hands it over: the stream then stamps that object instead of a copy
+        (nobody else can see it change). The actor runtime passes it for the
+        events a handler returned, when reference counts prove them private.
 
         This is the hot path of every hop, so the stamped copy is made inline:
         the same result as ``model_copy(update=...)`` (the values were validated
@@ -286,29 +292,30 @@ class RunStream:
             if self._finished is not None:
                 return None
             seq = self._seq = self._seq + 1
-            stamped = _new_instance(type(event))
-            fields = event.__dict__.copy()
+            if owned:
+                stamped = event
+                fields = event.__dict__
+            else:
+                stamped = _new_instance(type(event))
+                fields = event.__dict__.copy()
             if actor is not None:
                 fields["actor"] = actor
-                if cause is not None:
-                    fields["cause"] = cause
-                    stamp = _STAMP_ACTOR_CAUSE
-                else:
-                    stamp = _STAMP_ACTOR
-            elif cause is not None:
-                fields["cause"] = cause
-                stamp = _STAMP_CAUSE
+                stamp = _STAMP_ACTOR if cause is None else _STAMP_ACTOR_CAUSE
             else:
-                stamp = _STAMP
-            fields_set = event.__pydantic_fields_set__ | stamp
+                stamp = _STAMP if cause is None else _STAMP_CAUSE
+            if cause is not None:
+                fields["cause"] = cause
             fields["run_id"] = self.run_id
             fields["seq"] = seq
             fields["ts"] = self._clock()
-            _set_dict(stamped, fields)
-            _set_fields_set(stamped, fields_set)
-            _set_extra(stamped, None)
-            _set_private(stamped, None)
-            if stamped.type == "run.finished":  # a str compare: isinstance on models is slow
+            if owned:
+                event.__pydantic_fields_set__.update(stamp)
+            else:
+                _set_dict(stamped, fields)
+                _set_fields_set(stamped, event.__pydantic_fields_set__ | stamp)
+                _set_extra(stamped, None)
+                _set_private(stamped, None)
+            if fields["type"] == "run.finished":  # (isinstance on models is slow)
                 self._finished = cast(RunFinished, stamped)
             if self._dispatching:  # re-entrant: delivered after the current event
                 self._pending.append(stamped)
@@ -317,20 +324,36 @@ class RunStream:
             taps = self._record(stamped)
         finally:
             lock.release()
+        current = stamped
+        pending = self._pending
         try:
-            self._dispatch(stamped, taps)
-            pending = self._pending
-            while True:
+            while True:  # deliver `current`, then whatever was published meanwhile
+                if taps:
+                    for entry in taps:
+                        if entry.dead:
+                            continue
+                        try:
+                            entry.callback(current)
+                        except Exception as exc:
+                            entry.dead = True
+                            self.report_detached(entry.name,
+                                                 f"tap raised {type(exc).__name__}: {exc}")
+                subject = self._subject  # None until someone observes: then this costs nothing
+                if subject is not None and subject.observers:
+                    subject.on_next(current)
+                if current is self._finished:
+                    self._taps = {}  # nothing is published after this: let the mailboxes go
+                    if subject is not None:  # (one created after the read above starts completed)
+                        subject.on_completed()
                 lock.acquire()
                 try:
                     if not pending:
                         self._dispatching = False
                         return stamped
-                    queued = pending.popleft()
-                    taps = self._record(queued)
+                    current = pending.popleft()
+                    taps = self._record(current)
                 finally:
                     lock.release()
-                self._dispatch(queued, taps)
         except BaseException:
             with lock:
                 self._dispatching = False
@@ -342,24 +365,6 @@ class RunStream:
             self._history.append(event)
         self._last_delivered = event.seq
         return self._taps.get(event.type)
-
-    def _dispatch(self, event: Event, taps: tuple[_Tap, ...] | None) -> None:
-        if taps:
-            for entry in taps:
-                if entry.dead:
-                    continue
-                try:
-                    entry.callback(event)
-                except Exception as exc:
-                    entry.dead = True
-                    self.report_detached(entry.name, f"tap raised {type(exc).__name__}: {exc}")
-        subject = self._subject  # None until someone observes: then this costs nothing
-        if subject is not None and subject.observers:
-            subject.on_next(event)
-        if event.type == "run.finished":
-            self._taps = {}  # nothing is published after this: let the mailboxes go
-            if subject is not None:  # (one created after the read above starts completed)
-                subject.on_completed()
 
     # --- isolation ----------------------------------------------------------------
 

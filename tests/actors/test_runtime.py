@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import weakref
 from collections.abc import Sequence
 
 import pytest
@@ -422,3 +423,71 @@ async def test_a_handler_whose_await_is_cancelled_from_outside_fails_only_that_r
     assert [f.error.kind for f in failed] == ["CancelledError"]
     assert finished.outcome == "answered"  # the queued request was still served
     assert [e.query for e in run.stream.history() if isinstance(e, SearchCompleted)] == ["next"]
+
+
+class Returner(Actor):
+    """Answers a search in one of the ways a handler can hold on to what it returns."""
+
+    name = "returner"
+    handles = ("search.requested",)
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+        self.kept: list[Event] = []
+        self.kept_list: list[Event] = []
+        self.ref: weakref.ref[Event] | None = None
+        self.returned_id = 0
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event]:
+        event = SearchCompleted(query="q", cause=msg.seq)
+        self.returned_id = id(event)
+        if self.how == "kept":
+            self.kept.append(event)
+        elif self.how == "weakref":
+            self.ref = weakref.ref(event)
+        elif self.how == "kept_list":
+            self.kept_list = [event]
+            return self.kept_list
+        return [event]
+
+
+async def _published_answer(actor: Returner) -> Event:
+    async with ActorRun("r", [actor, Finisher()]) as run:
+        run.publish(SearchRequested(query="q"))
+        await asyncio.wait_for(run.wait(), 5)
+    return next(e for e in run.stream.history() if e.type == "search.completed")
+
+
+async def test_an_event_only_the_handler_made_and_returned_is_published_without_a_copy() -> None:
+    actor = Returner("fresh")
+    published = await _published_answer(actor)
+    assert id(published) == actor.returned_id
+    assert (published.run_id, published.seq, published.actor) == ("r", 2, "returner")
+
+
+@pytest.mark.parametrize("how", ["kept", "kept_list", "weakref"])
+async def test_an_event_the_handler_still_holds_is_never_stamped_under_its_feet(how: str) -> None:
+    actor = Returner(how)
+    published = await _published_answer(actor)
+    assert (published.run_id, published.seq, published.actor) == ("r", 2, "returner")
+    assert id(published) != actor.returned_id or how == "weakref"
+    if how == "weakref":
+        assert actor.ref is not None and actor.ref() is None  # the original died: a copy went out
+    else:
+        held = (actor.kept or actor.kept_list)[0]
+        assert (held.run_id, held.seq, held.actor) == ("", 0, "")  # what the handler built
+
+
+async def test_runs_ending_with_the_same_bare_outcome_each_publish_their_own_terminal() -> None:
+    class BareFinisher(Finisher):
+        async def on_receive(self, msg: Event, ctx: ActorContext) -> None:
+            ctx.finish("answered")  # no reason, answer or claims
+
+    finished = []
+    for run_id in ("r1", "r2"):
+        async with ActorRun(run_id, [Returner("fresh"), BareFinisher()]) as run:
+            run.publish(SearchRequested(query="q"))
+            finished.append(await asyncio.wait_for(run.wait(), 5))
+    assert [(f.run_id, f.seq, f.outcome) for f in finished] == [("r1", 3, "answered"),
+                                                                 ("r2", 3, "answered")]
+    assert finished[0] is not finished[1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from pydantic import ValidationError
 from reactivex import operators as ops
 
 from streams import (
@@ -186,6 +187,21 @@ def test_publish_returns_a_stamped_copy_and_leaves_the_event_untouched() -> None
     assert SearchRequested.model_validate(first.model_dump()) == first
     assert first.model_copy(update={"query": "r"}).query == "r"
     assert {"run_id", "seq", "ts", "actor", "query", "cause"} <= first.model_fields_set
+
+
+def test_an_owned_event_is_stamped_itself_and_stays_a_frozen_valid_model() -> None:
+    stream = RunStream("run-1", clock=lambda: 7.0)
+    stream.publish(SearchRequested(query="first"))
+    event = SearchRequested(query="q")
+    stamped = stream.try_publish(event, actor="planner", cause=1, owned=True)
+    assert stamped is event  # no copy: the caller handed it over
+    assert (event.run_id, event.seq, event.ts, event.actor, event.cause) == ("run-1", 2, 7.0,
+                                                                            "planner", 1)
+    assert {"run_id", "seq", "ts", "actor", "cause", "query"} <= event.model_fields_set
+    with pytest.raises(ValidationError):
+        event.seq = 9  # type: ignore[misc]  # still frozen for everyone else
+    assert SearchRequested.model_validate(event.model_dump()) == event
+    assert stream.history()[-1] is event
 
 
 def test_a_subscriber_arriving_after_the_end_sees_the_stream_complete() -> None:
