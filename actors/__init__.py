@@ -6,6 +6,7 @@ Knows ``streams``; knows nothing of the application above it.
 from ._actor import Actor, error_info
 from ._exceptions import ActorError, ActorStartError, MailboxFull
 from ._runtime import ActorContext, ActorRun, ActorStats, EdgeOperator
+from ._sqlite import enable_wal
 
 __all__ = [
     "Actor",
@@ -16,5 +17,6 @@ __all__ = [
     "ActorStats",
     "EdgeOperator",
     "MailboxFull",
+    "enable_wal",
     "error_info",
 ]

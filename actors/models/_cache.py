@@ -13,6 +13,7 @@ from typing import Literal, Self
 
 import numpy as np
 
+from .._sqlite import enable_wal
 from ._embedder import Embedder, FloatMatrix
 
 __all__ = ["CachedEmbedder"]
@@ -30,6 +31,7 @@ CREATE TABLE IF NOT EXISTS vectors (
 ) WITHOUT ROWID
 """
 
+_BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process
 _LOOKUP_CHUNK = 500  # stay far below SQLite's bound-parameter limit
 
 
@@ -59,9 +61,9 @@ class CachedEmbedder:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        self._db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
         try:
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enable_wal(self._db, _BUSY_TIMEOUT_S)  # (other processes may be opening it too)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(_SCHEMA)
             self._db.commit()

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
+from actors import enable_wal
 from streams import DecodeError, Event, Outcome, RunFinished, decode_msgpack, encode_msgpack
 
 from ._base import StoreBase, check_batch, make_cursor, parse_cursor
@@ -232,7 +233,7 @@ class SqliteRunStore(StoreBase):
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, timeout=self._busy_ms / 1000)
         conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-        conn.execute("PRAGMA journal_mode = WAL")
+        enable_wal(conn, self._busy_ms / 1000)  # (other processes may be opening it too)
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
