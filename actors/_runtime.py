@@ -102,13 +102,11 @@ class _Mailbox:
     end of a run has no idle workers to cancel and await.
     """
 
-    __slots__ = ("actor", "concurrency", "failed", "in_flight", "limit", "processed",
-                 "queue", "rejected", "subscription", "workers")
+    __slots__ = ("actor", "failed", "in_flight", "processed", "queue", "rejected",
+                 "subscription", "workers")
 
     def __init__(self, actor: Actor) -> None:
         self.actor = actor
-        self.limit = actor.mailbox_size
-        self.concurrency = actor.concurrency
         self.queue: deque[Event] = deque()
         self.subscription: abc.DisposableBase | None = None
         self.workers: set[asyncio.Task[None]] = set()
@@ -342,9 +340,7 @@ class ActorRun:
 
     def _publish_terminal(self) -> None:
         assert self._terminal is not None
-        terminal = self._terminal  # built by _claim for this run, unless a shared bare one
-        owned = terminal is not _BARE_FINISHED.get(terminal.outcome)
-        self.stream.try_publish(terminal, actor="runtime", owned=owned)
+        self.stream.try_publish(self._terminal, actor="runtime")  # (a copy: it may be shared)
         self._done.set()
 
     async def _await_teardown(self) -> None:
@@ -401,17 +397,17 @@ class ActorRun:
     def _open_mailbox(self, box: _Mailbox) -> None:
         actor = box.actor
 
-        def deliver(msg: Event) -> None:  # (closes over self and box only: fewer cells)
+        def deliver(msg: Event) -> None:  # (few closure cells: each is an object per run)
             if self._terminal is not None:
                 return  # the run is ending: nothing new is handled
             queue = box.queue
-            if len(queue) >= box.limit:
+            if len(queue) >= actor.mailbox_size:
                 box.rejected += 1
                 self._answer_failure(box, msg, MailboxFull(
-                    f"actor {box.actor.name!r} mailbox is full ({box.limit} requests)"))
+                    f"actor {actor.name!r} mailbox is full ({actor.mailbox_size} requests)"))
                 return
             queue.append(msg)
-            if len(box.workers) < box.concurrency:
+            if len(box.workers) < actor.concurrency:
                 self._start_worker(box)
 
         def edge_failed(exc: Exception) -> None:

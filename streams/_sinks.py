@@ -69,8 +69,6 @@ class AsyncSubscriber:
     ) -> None:
         self._sink = sink
         self.name = name
-        self.maxsize = maxsize
-        self.policy = policy
         self._buffer = EventBuffer(maxsize, policy)
         self._wake = asyncio.Event()
         self._done = asyncio.Event()
@@ -82,6 +80,16 @@ class AsyncSubscriber:
         self._stream: RunStream | None = None
         self._delivered = 0
         self.detached_reason: str | None = None
+
+    @property
+    def maxsize(self) -> int:
+        """Buffer capacity in events."""
+        return self._buffer.maxsize
+
+    @property
+    def policy(self) -> OverflowPolicy:
+        """What the full buffer does with a normal event."""
+        return self._buffer.policy
 
     # --- lifecycle ------------------------------------------------------------------
 

@@ -292,29 +292,28 @@ class RunStream:
             if self._finished is not None:
                 return None
             seq = self._seq = self._seq + 1
+            if actor is None:
+                stamp = _STAMP if cause is None else _STAMP_CAUSE
+            else:
+                stamp = _STAMP_ACTOR if cause is None else _STAMP_ACTOR_CAUSE
             if owned:
                 stamped = event
                 fields = event.__dict__
+                event.__pydantic_fields_set__.update(stamp)
             else:
                 stamped = _new_instance(type(event))
-                fields = event.__dict__.copy()
+                fields = event.__dict__.copy()  # (filled in below, once it is the copy's)
+                _set_dict(stamped, fields)
+                _set_fields_set(stamped, event.__pydantic_fields_set__ | stamp)
+                _set_extra(stamped, None)
+                _set_private(stamped, None)
             if actor is not None:
                 fields["actor"] = actor
-                stamp = _STAMP_ACTOR if cause is None else _STAMP_ACTOR_CAUSE
-            else:
-                stamp = _STAMP if cause is None else _STAMP_CAUSE
             if cause is not None:
                 fields["cause"] = cause
             fields["run_id"] = self.run_id
             fields["seq"] = seq
             fields["ts"] = self._clock()
-            if owned:
-                event.__pydantic_fields_set__.update(stamp)
-            else:
-                _set_dict(stamped, fields)
-                _set_fields_set(stamped, event.__pydantic_fields_set__ | stamp)
-                _set_extra(stamped, None)
-                _set_private(stamped, None)
             if fields["type"] == "run.finished":  # (isinstance on models is slow)
                 self._finished = cast(RunFinished, stamped)
             if self._dispatching:  # re-entrant: delivered after the current event

@@ -41,7 +41,6 @@ class EventFeed:
 
     def __init__(self, source: AsyncIterator[Event], *, maxsize: int = 256) -> None:
         self._source = source
-        self.maxsize = maxsize
         self._buffer = EventBuffer(maxsize)
         self._ended = False
         self._wake = asyncio.Event()
@@ -49,6 +48,11 @@ class EventFeed:
         self._delivered = 0
         self.detached_reason: str | None = None
         self.error: BaseException | None = None
+
+    @property
+    def maxsize(self) -> int:
+        """Buffer capacity in events."""
+        return self._buffer.maxsize
 
     async def __aenter__(self) -> EventFeed:
         self._task = asyncio.get_running_loop().create_task(self._pump(), name="event-feed")
