@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -16,17 +18,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
 from actors.models import OpenAIChatClient
-from actors.providers import ProviderError, load_search_config
+from actors.providers import CredibilitySettings, ProviderError, load_search_config
+from actors.rerank import Credibility
 from actors.search import Searcher
-from streams import AsyncSubscriber, OverflowPolicy
+from streams import AsyncSubscriber, ConflictDetected, OverflowPolicy
 
-from ._console import EventPrinter
+from ._console import EventPrinter, conflict_sides
 from ._engine import Engine, RunResult
-from .agent import ChatPlanner, ChatWriter, PlannerPolicy, WriterPolicy
+from .agent import ChatEntailment, ChatPlanner, ChatWriter, PlannerPolicy, WriterPolicy
 from .index import STDLIB_COLLECTION, CorpusIndex
 from .run import RunConfigError
 
-__all__ = ["DEMO_QUESTION", "add_ask_commands", "render_result", "result_json"]
+__all__ = ["DEMO_QUESTION", "add_ask_commands", "credibility_from", "render_result", "result_json"]
 
 DEMO_QUESTION = "How can I cache the results of an expensive function call?"
 
@@ -70,6 +73,13 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                    default=os.environ.get("REACTIVE_RAG_CHAT_QUIRKS", "none"),
                    help="work around a server's limits (llama-cpp-python: no streamed tool "
                         "calls, tool results sent as user messages)")
+    p.add_argument("--entailment-url", default=os.environ.get("REACTIVE_RAG_ENTAILMENT_URL"),
+                   help="OpenAI-compatible chat server that must also judge that each quote "
+                        "entails its claim (default: $REACTIVE_RAG_ENTAILMENT_URL; none: the "
+                        "offline checks only)")
+    p.add_argument("--entailment-model",
+                   default=os.environ.get("REACTIVE_RAG_ENTAILMENT_MODEL", "default"),
+                   help="model name sent to the entailment server")
 
 
 def _parse_budget(items: list[str]) -> dict[str, Any]:
@@ -97,13 +107,14 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         print(json.dumps(result_json(result), ensure_ascii=False))
     else:
         render_result(result, console)
-    return 0 if result.answered or result.outcome == "no_evidence" else 1
+    return 0 if result.answered or result.outcome in ("partial", "no_evidence") else 1
 
 
 async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any]) -> RunResult:
     web: Searcher | None = None
     chat: OpenAIChatClient | None = None
     compression: Literal["none", "rag"] = "none"
+    settings = CredibilitySettings()
     if args.web:
         try:
             tenant = load_search_config().tenant()
@@ -111,6 +122,11 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
         except ProviderError as exc:
             raise RunConfigError(f"--web: {exc}") from exc
         compression = tenant.compression
+        settings = tenant.credibility
+    else:
+        with contextlib.suppress(ProviderError):  # a local run needs no web config
+            settings = load_search_config().tenant().credibility
+    credibility = credibility_from(settings)
     planner: Callable[[], PlannerPolicy] | None = None
     writer: Callable[[], WriterPolicy] | None = None
     if args.model_url:
@@ -125,8 +141,13 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
         def writer() -> WriterPolicy:
             return ChatWriter(client)
 
+    judge: OpenAIChatClient | None = None
+    if args.entailment_url:
+        judge = OpenAIChatClient(args.entailment_url, model=args.entailment_model,
+                                 api_key=os.environ.get("REACTIVE_RAG_ENTAILMENT_API_KEY"))
     engine = Engine(CorpusIndex(args.root), web=web, web_compression=compression,
-                    planner=planner, writer=writer)
+                    planner=planner, writer=writer, credibility=credibility,
+                    entailment=ChatEntailment(judge) if judge is not None else None)
     try:
         collections = tuple(args.collections or (STDLIB_COLLECTION,))
         if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):
@@ -141,13 +162,23 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
         result = await handle.wait()
         if view is not None:
             await view.wait()
-        return result
+        weighed = tuple(dataclasses.replace(c, credibility=credibility.weight(c.chunk))
+                        if c.chunk else c for c in result.citations)
+        return dataclasses.replace(result, citations=weighed)
     finally:
         await engine.aclose()
         if web is not None:
             await web.aclose()
         if chat is not None:
             await chat.aclose()
+        if judge is not None:
+            await judge.aclose()
+
+
+def credibility_from(settings: CredibilitySettings) -> Credibility:
+    """The credibility table a tenant's ``[credibility]`` settings describe."""
+    base = Credibility.defaults() if settings.defaults else Credibility()
+    return base.merged(domains=settings.domains, collections=settings.collections)
 
 
 def _build_default(engine: Engine, console: Console, quiet: bool) -> None:
@@ -180,8 +211,14 @@ def render_result(result: RunResult, console: Console) -> None:
     for cite in result.citations:
         source = cite.chunk.title or cite.chunk.doc_id if cite.chunk else cite.claim.source_id
         where = cite.chunk.url if cite.chunk else ""
-        console.print(f"  [{cite.number}] [bold]{source}[/bold] [dim]{where}[/dim]")
+        weight = cite.weight
+        cred = f" [dim]credibility {weight:g}[/dim]" if weight is not None else ""
+        console.print(f"  [{cite.number}] [bold]{source}[/bold] [dim]{where}[/dim]{cred}")
         console.print(f"      “{' '.join(cite.claim.quote.split())}”", style="italic")
+    for conflict in _conflicts(result):
+        sides = conflict_sides(conflict.sides, conflict.preferred)
+        console.print(f"[bold magenta]sources disagree[/bold magenta] on {conflict.attribute} "
+                      f"of {conflict.subject}: {sides}")
     console.print(f"[dim]{result.count('search.requested')} searches, "
                   f"{result.count('read.requested')} reads, {len(result.evidence)} evidence "
                   f"chunks, {len(result.events)} events (run {result.run_id})[/dim]")
@@ -196,11 +233,16 @@ def result_json(result: RunResult) -> dict[str, Any]:
         "reason": result.reason,
         "elapsed_s": round(result.elapsed_s, 3),
         "citations": [c.to_json() for c in result.citations],
+        "conflicts": [c.conflict().model_dump(mode="json") for c in _conflicts(result)],
         "evidence": len(result.evidence),
         "searches": result.count("search.requested"),
         "reads": result.count("read.requested"),
         "events": len(result.events),
     }
+
+
+def _conflicts(result: RunResult) -> list[ConflictDetected]:
+    return [e for e in result.events if isinstance(e, ConflictDetected)]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.text import Text
 
 from streams import (
     ActorFailed,
+    AnswerabilityJudged,
     AnswerDelta,
     AnswerDrafted,
     AnswerVerified,
     BudgetExhausted,
     BudgetTick,
+    ConflictDetected,
+    ConflictSide,
     Event,
     EvidenceRegistered,
     LoopDetected,
@@ -36,7 +40,7 @@ from streams import (
     VerifyFailed,
 )
 
-__all__ = ["EventPrinter", "summarize"]
+__all__ = ["EventPrinter", "conflict_sides", "summarize"]
 
 _STYLE = {
     "run": "bold cyan",
@@ -50,6 +54,7 @@ _STYLE = {
     "answer": "bold yellow",
     "verify": "red",
     "budget": "dim",
+    "conflict": "bold magenta",
     "loop": "yellow",
     "provider": "yellow",
     "actor": "bold red",
@@ -59,6 +64,16 @@ _STYLE = {
 
 def _short(text: str, width: int = 90) -> str:
     return textwrap.shorten(" ".join(text.split()), width=width, placeholder="…")
+
+
+def conflict_sides(sides: Sequence[ConflictSide], preferred: int | None) -> str:
+    """A conflict's sides on one line: ``1815 (A, credibility 1.3, preferred) vs 1816 (B, ...)``."""
+    parts = []
+    for i, side in enumerate(sides):
+        mark = ", preferred" if i == preferred else ""
+        parts.append(f"{side.value} ({side.title or side.chunk_id}, "
+                     f"credibility {side.credibility:g}{mark})")
+    return " vs ".join(parts)
 
 
 def summarize(event: Event) -> str:
@@ -89,6 +104,13 @@ def summarize(event: Event) -> str:
         case EvidenceRegistered():
             titles = ", ".join(sorted({c.title or c.doc_id for c in event.chunks}))
             return f"{len(event.chunks)} chunk(s): {_short(titles, 70)}"
+        case AnswerabilityJudged():
+            missing = f", missing: {_short(', '.join(event.missing), 50)}" if event.missing else ""
+            searching = f" -> searching {len(event.searches)}" if event.searches else ""
+            return f"{event.verdict} ({event.answer_type}){missing}{searching}"
+        case ConflictDetected():
+            return _short(f"{event.attribute} of {event.subject}: "
+                          + conflict_sides(event.sides, event.preferred), 90)
         case AnswerDelta():
             return _short(event.text, 80)
         case AnswerDrafted() | AnswerVerified():

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from actors import Actor, ActorRun, EdgeOperator
 from actors.models import Embedder
 from actors.providers import SearchProvider
-from actors.rerank import Reranker, RerankerActor
+from actors.rerank import Credibility, Reranker, RerankerActor
 from actors.scrape import ScraperActor
 from actors.search import Searcher, SearcherActor
 from streams import (
@@ -38,6 +38,8 @@ from streams import (
 
 from ._reader import ReaderActor
 from .agent import (
+    AsyncEntailmentModel,
+    EntailmentModel,
     ExtractiveWriter,
     LoopGuard,
     OfflinePlanner,
@@ -46,8 +48,9 @@ from .agent import (
     VerifierActor,
     WriterActor,
     WriterPolicy,
+    judge_answerability,
     select_evidence,
-    verify,
+    verify_async,
 )
 from .index import (
     STDLIB_COLLECTION,
@@ -57,7 +60,7 @@ from .index import (
     search_text,
     stdlib_documents,
 )
-from .run import Budget, RunConfigError, RunController, initial_state
+from .run import AnswerabilityJudge, Budget, RunConfigError, RunController, initial_state
 from .session import CompressingProvider, SessionKnowledgeBase
 
 __all__ = ["Citation", "Engine", "RunHandle", "RunResult", "ask"]
@@ -65,20 +68,36 @@ __all__ = ["Citation", "Engine", "RunHandle", "RunResult", "ask"]
 Mode = Literal["agent", "rag"]
 
 
+_DEFAULT_CREDIBILITY = Credibility.defaults()
+
+
 @dataclass(frozen=True, slots=True)
 class Citation:
-    """A verified claim with the passage its quote was found in."""
+    """A verified claim with the passage its quote was found in.
+
+    ``credibility`` is the source's weight (see :class:`~actors.rerank.Credibility`);
+    when not given, the built-in table's weight for the chunk.
+    """
 
     number: int
     claim: Claim
     chunk: EvidenceChunk | None
+    credibility: float | None = None
+
+    @property
+    def weight(self) -> float | None:
+        """The source's credibility weight (``None`` without a chunk)."""
+        if self.credibility is not None:
+            return self.credibility
+        return _DEFAULT_CREDIBILITY.weight(self.chunk) if self.chunk else None
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON data (the shape the CLI's ``--json`` and the HTTP API return)."""
         return {"number": self.number, "statement": self.claim.statement,
                 "quote": self.claim.quote, "source_id": self.claim.source_id,
                 "title": self.chunk.title if self.chunk else None,
-                "url": self.chunk.url if self.chunk else None}
+                "url": self.chunk.url if self.chunk else None,
+                "credibility": self.weight}
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +196,16 @@ class Engine:
             session knowledge base and answers every search from it (passages
             round-robin across URLs); the base is dropped when the run ends.
         embedder: model for reranking and loop detection (default: the index's).
+        credibility: source weights by collection and URL domain, used by the
+            default reranker (default: the built-in table,
+            :meth:`~actors.rerank.Credibility.defaults`; a given ``reranker``
+            keeps its own).
+        judge: decides, before the writer is asked, whether the chosen evidence
+            answers every part of the question (default: the offline judge;
+            ``None`` writes from whatever was found, as before).
+        entailment: a model that must also judge that each kept claim's quote
+            entails its statement (e.g. :class:`~.agent.ChatEntailment`), on top
+            of the offline checks; the engine does not close it.
     """
 
     def __init__(
@@ -189,14 +218,20 @@ class Engine:
         web_compression: Literal["none", "rag"] = "none",
         embedder: Embedder | None = None,
         reranker: Reranker | None = None,
+        credibility: Credibility | None = None,
+        judge: AnswerabilityJudge | None = judge_answerability,
+        entailment: EntailmentModel | AsyncEntailmentModel | None = None,
     ) -> None:
         self.index = index if index is not None else CorpusIndex()
         self._embedder = embedder
         self._reranker = reranker
+        self.credibility = credibility if credibility is not None else Credibility.defaults()
         self._planner = planner
         self._writer = writer
         self._web = web
         self._compression = web_compression
+        self._judge = judge
+        self._entailment = entailment
         self._runs: dict[str, RunHandle] = {}
 
     @property
@@ -212,7 +247,8 @@ class Engine:
             # Embed a candidate exactly as the index did, so corpus chunks hit the
             # embedding cache instead of going through the model again.
             self._reranker = Reranker(self.embedder,
-                                      passage_text=lambda c: search_text(c.title, c.text))
+                                      passage_text=lambda c: search_text(c.title, c.text),
+                                      credibility=self.credibility)
         return self._reranker
 
     @property
@@ -230,15 +266,14 @@ class Engine:
         _ = self.reranker
 
     def ensure_stdlib_corpus(self, progress: Progress | None = None) -> bool:
-        """Build the default collection (standard-library docs) if it does not exist.
+        """Build the default collection (standard-library docs) unless it is current.
 
-        Returns True if it had to be built (embeddings are cached on disk, so a
-        rebuild after a wipe of the index re-uses them).
+        An index built by an older version (other text cleaning, other
+        documents) is rebuilt, not silently kept. Returns True if it had to be
+        built (embeddings are cached on disk, so a rebuild re-uses them).
         """
-        if self.index.exists(STDLIB_COLLECTION):
-            return False
-        self.index.index_documents(STDLIB_COLLECTION, stdlib_documents(), progress=progress)
-        return True
+        return self.index.ensure(STDLIB_COLLECTION, stdlib_documents(),
+                                 progress=progress) is not None
 
     def start(
         self,
@@ -320,14 +355,15 @@ class Engine:
                   else ExtractiveWriter(self.embedder, max_claims=3, min_gain=0.15))
         actors: list[Actor] = [
             RunController(initial_state(question, mode=mode, budget=budget,
-                                        collections=collections, selector=_select_evidence)),
+                                        collections=collections, selector=_select_evidence,
+                                        judge=self._judge, credibility=self.credibility)),
             PlannerActor(planner, loop_guard=LoopGuard(self.embedder),
                          timeout_s=budget.model_call_s),
             searcher_actor,
             ReaderActor(self.index, collections),
             reranker,
             WriterActor(writer, timeout_s=budget.model_call_s),
-            VerifierActor(functools.partial(verify)),
+            VerifierActor(functools.partial(verify_async, entailment=self._entailment)),
         ]
         if self._web is not None:
             scraper = ScraperActor()

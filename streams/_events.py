@@ -24,10 +24,14 @@ __all__ = [
     "AnswerDrafted",
     "AnswerRequested",
     "AnswerVerified",
+    "AnswerabilityJudged",
     "BudgetExhausted",
     "BudgetTick",
     "Claim",
     "ClaimError",
+    "Conflict",
+    "ConflictDetected",
+    "ConflictSide",
     "ErrorInfo",
     "Event",
     "EvidenceChunk",
@@ -76,6 +80,7 @@ class Priority(enum.IntEnum):
 Outcome = Literal[
     "answered",
     "answered_from_evidence",
+    "partial",
     "no_evidence",
     "degraded",
     "cancelled",
@@ -160,6 +165,34 @@ class ClaimError(_Value):
     index: int
     source_id: str
     reason: str
+
+
+class ConflictSide(_Value):
+    """One side of a disagreement: the value a chunk gives and the sentence saying it.
+
+    ``quote`` is an exact slice of the chunk's text; ``credibility`` is the
+    chunk's source weight (1.0: neutral).
+    """
+
+    chunk_id: str
+    value: str
+    quote: str
+    credibility: float = 1.0
+    title: str = ""
+
+
+class Conflict(_Value):
+    """Held evidence disagrees on one attribute of one subject (a year, number or name).
+
+    ``sides`` hold one entry per distinct value, most credible first;
+    ``preferred`` is the index of the side to prefer, ``None`` when no side is
+    more credible than the others.
+    """
+
+    subject: str
+    attribute: str
+    sides: tuple[ConflictSide, ...]
+    preferred: int | None = None
 
 
 # --- run lifecycle ---------------------------------------------------------------
@@ -459,22 +492,76 @@ class AnswerDelta(Event):
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
+class AnswerabilityJudged(Event):
+    """Before writing, the run judged whether the chosen evidence answers the question.
+
+    ``verdict`` is ``answerable`` (every part covered), ``partial`` (some parts
+    covered, ``missing`` names the rest) or ``unanswerable``; ``searches`` are
+    the follow-up queries the run makes for the missing parts, if any.
+    """
+
+    type: Literal["answerability.judged"] = "answerability.judged"
+    verdict: Literal["answerable", "partial", "unanswerable"]
+    answer_type: str = ""
+    covered: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    reason: str = ""
+    searches: tuple[str, ...] = ()
+
+
+class ConflictDetected(Event):
+    """The writer's evidence disagrees on what the question asks; the answer shows both sides.
+
+    The payload is a :class:`Conflict`'s (see :meth:`conflict`); essential,
+    because it changes what the answer says.
+    """
+
+    type: Literal["conflict.detected"] = "conflict.detected"
+    subject: str
+    attribute: str
+    sides: tuple[ConflictSide, ...]
+    preferred: int | None = None
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+    @classmethod
+    def of(cls, conflict: Conflict) -> ConflictDetected:
+        """The event announcing ``conflict``."""
+        return cls(subject=conflict.subject, attribute=conflict.attribute,
+                   sides=conflict.sides, preferred=conflict.preferred)
+
+    def conflict(self) -> Conflict:
+        """The payload as a :class:`Conflict` value."""
+        return Conflict(subject=self.subject, attribute=self.attribute, sides=self.sides,
+                        preferred=self.preferred)
+
+
 class AnswerRequested(Event):
-    """The run asks the writer for an answer from registered evidence only."""
+    """The run asks the writer for an answer from registered evidence only.
+
+    ``conflicts`` are the disagreements found in that evidence (also published
+    as ``conflict.detected``); the writer must show both sides of each.
+    """
 
     type: Literal["answer.requested"] = "answer.requested"
     mode: Literal["answer", "finalize", "repair"] = "answer"
     attempt: int = 1
     evidence_ids: tuple[str, ...] = ()
     errors: tuple[ClaimError, ...] = ()
+    conflicts: tuple[Conflict, ...] = ()
 
 
 class AnswerDrafted(Event):
-    """A complete answer, not yet verified."""
+    """A complete answer, not yet verified.
+
+    ``lead`` is an optional direct answer the writer inferred from its claims
+    ("Yes: both are American."); it is not a quote, so the verifier checks that
+    its words come from the claims' quotes and drops it otherwise.
+    """
 
     type: Literal["answer.drafted"] = "answer.drafted"
     text: str
     claims: tuple[Claim, ...]
+    lead: str = ""
     attempt: int = 1
     mode: Literal["answer", "finalize", "repair"] = "answer"
     tokens: int = 0
@@ -497,6 +584,7 @@ class AnswerVerified(Event):
     type: Literal["answer.verified"] = "answer.verified"
     text: str
     claims: tuple[Claim, ...]
+    lead: str = ""
     dropped: int = 0
     attempt: int = 1
     priority: ClassVar[Priority] = Priority.ESSENTIAL
@@ -554,9 +642,11 @@ for _cls in (
     BudgetTick,
     BudgetExhausted,
     AnswerDelta,
+    AnswerabilityJudged,
     AnswerRequested,
     AnswerDrafted,
     VerifyFailed,
     AnswerVerified,
+    ConflictDetected,
 ):
     register_event(_cls)

@@ -8,6 +8,7 @@ from ._blacklist import Blacklist, BlacklistRuleError
 from ._brave import BraveProvider
 from ._config import (
     AgentSearchSettings,
+    CredibilitySettings,
     ProviderSettings,
     SearchConfig,
     TenantSearchConfig,
@@ -57,6 +58,7 @@ __all__ = [
     "BreakerState",
     "CircuitBreaker",
     "CircuitOpen",
+    "CredibilitySettings",
     "DuckDuckGoProvider",
     "GoogleCseProvider",
     "HealthChange",

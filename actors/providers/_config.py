@@ -18,6 +18,10 @@ Example (``search.toml``)::
     [providers.brave]
     api_key_env = "BRAVE_API_KEY"
 
+    [credibility]                      # source weights (1.0: neutral), over the defaults
+    domains = {"example.com" = 0.5, "*.gov" = 1.4}
+    collections = {"handbook" = 1.3}
+
 A file without a ``[tenants.*]`` table configures the ``default`` tenant.
 """
 
@@ -27,7 +31,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
@@ -35,6 +39,7 @@ from ._exceptions import ProviderNotConfigured
 
 __all__ = [
     "AgentSearchSettings",
+    "CredibilitySettings",
     "ProviderSettings",
     "SearchConfig",
     "TenantSearchConfig",
@@ -129,6 +134,27 @@ class AgentSearchSettings(BaseModel):
     max_results: int | None = Field(default=None, ge=1)
 
 
+class CredibilitySettings(BaseModel):
+    """A tenant's source weights (the ``[credibility]`` table).
+
+    Attributes:
+        domains: host or glob (``docs.python.org``, ``*.gov``) -> weight.
+        collections: local collection name -> weight.
+        defaults: start from the built-in table (official docs and primary
+            sources up, content farms down); ``false``: only these entries.
+
+    Weights are in ``[0.1, 10]``; 1.0 changes nothing. The built-in table and
+    the lookup rules live in ``actors.rerank.Credibility``.
+    """
+
+    model_config = _STRICT
+
+    domains: dict[str, Annotated[float, Field(ge=0.1, le=10.0)]] = Field(default_factory=dict)
+    collections: dict[str, Annotated[float, Field(ge=0.1, le=10.0)]] = Field(
+        default_factory=dict)
+    defaults: bool = True
+
+
 class TenantSearchConfig(BaseModel):
     """A tenant's web search: providers, order, limits, presentation, blacklist.
 
@@ -145,6 +171,7 @@ class TenantSearchConfig(BaseModel):
         compression: ``none`` returns the hits; ``rag`` indexes them into the
             session's temporary knowledge base and returns passages.
         blacklist: wildcard (``*://*.example.com/*``) and ``/regex/`` URL rules.
+        credibility: source weights by domain and collection (``[credibility]``).
         agents: per-agent overrides.
     """
 
@@ -158,6 +185,7 @@ class TenantSearchConfig(BaseModel):
     include_date: bool = True
     compression: Literal["none", "rag"] = "none"
     blacklist: list[str] = Field(default_factory=list)
+    credibility: CredibilitySettings = Field(default_factory=CredibilitySettings)
     agents: dict[str, AgentSearchSettings] = Field(default_factory=dict)
 
     @model_validator(mode="after")

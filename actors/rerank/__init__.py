@@ -1,7 +1,9 @@
 """Reranking of fused candidates: dense + keyword coverage + fusion prior (+ an optional
-cross-encoder), a relevance floor, source diversity and position-aware ordering.
+cross-encoder, + source credibility), a relevance floor, source diversity and
+position-aware ordering.
 """
 
+from ._credibility import DEFAULT_COLLECTION_WEIGHTS, DEFAULT_DOMAIN_WEIGHTS, Credibility
 from ._cross_encoder import CrossEncoder
 from ._exceptions import CrossEncoderError, RerankError
 from ._reranker_actor import RerankerActor
@@ -16,6 +18,9 @@ from ._scoring import (
 )
 
 __all__ = [
+    "DEFAULT_COLLECTION_WEIGHTS",
+    "DEFAULT_DOMAIN_WEIGHTS",
+    "Credibility",
     "CrossEncoder",
     "CrossEncoderError",
     "Diversity",

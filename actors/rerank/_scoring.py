@@ -6,12 +6,16 @@ over BM25 top-30 candidates with MiniLM, see ``bench/rerank.py --tune``)::
     relevance = w_dense * cos(query, passage) + w_coverage * keyword_coverage
     relevance = (1 - w_cross) * relevance + w_cross * cross    # only with a CrossEncoder
     score     = relevance + w_prior / sqrt(1 + fusion_rank)
+    score    += w_credibility * ln(credibility)                 # only with a Credibility table
 
 ``relevance`` says how well the text answers the query on its own; the
 relevance floor applies to it alone, so a candidate the fusion ranked first is
 still dropped when nothing in it matches (the agent then sees "nothing
 relevant" instead of padding). The prior keeps the information in the incoming
 fusion order (BM25 + dense agreement) that a single bi-encoder would lose.
+The credibility term (see :class:`Credibility`) is 0 for a weight of 1.0, so an
+all-1.0 table leaves the ranking as it was; a .gov page (1.3) gains 0.04, a
+content farm (0.5) loses 0.10. It never touches the floor.
 
 Selection then enforces diversity (round-robin over documents/URLs/sources, or
 MMR) so one document cannot fill the context, and :func:`edges_order` puts the
@@ -32,6 +36,7 @@ from streams import EvidenceChunk
 
 from ..models import Embedder
 from ..text import content_terms, normalize_url
+from ._credibility import Credibility
 from ._cross_encoder import CrossEncoder
 from ._exceptions import CrossEncoderError
 
@@ -58,6 +63,7 @@ class RerankWeights:
     coverage: float = 0.3
     prior: float = 0.1
     cross: float = 0.7
+    credibility: float = 0.15
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +77,7 @@ class ScoredCandidate:
     coverage: float
     fusion_rank: int
     cross: float | None = None
+    credibility: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +166,8 @@ class Reranker:
         passage_text: the text embedded for a chunk; must match what the index
             embedded for cached vectors to be reused.
         key: the diversity key function.
+        credibility: source weights (collection / URL domain) added to the
+            score as ``weights.credibility * ln(weight)``; ``None``: no term.
     """
 
     def __init__(
@@ -173,6 +182,7 @@ class Reranker:
         mmr_lambda: float = 0.7,
         passage_text: Callable[[EvidenceChunk], str] | None = None,
         key: Callable[[EvidenceChunk], str] = diversity_key,
+        credibility: Credibility | None = None,
     ) -> None:
         if diversity not in ("round_robin", "mmr", "none"):
             raise ValueError(f"unknown diversity {diversity!r}")
@@ -189,6 +199,7 @@ class Reranker:
         self.mmr_lambda = mmr_lambda
         self._passage_text = passage_text or (lambda c: c.text)
         self._key = key
+        self.credibility = credibility
 
     def rerank(
         self,
@@ -245,6 +256,10 @@ class Reranker:
             relevance = (1.0 - w.cross) * relevance + w.cross * cross
         prior = w.prior / np.sqrt(1.0 + ranks)
         score = relevance + prior
+        cred = np.ones(n)
+        if self.credibility is not None:
+            cred = np.array([self.credibility.weight(c) for c in cands], dtype=np.float64)
+            score = score + w.credibility * np.log(cred)
 
         scored = [
             ScoredCandidate(
@@ -255,6 +270,7 @@ class Reranker:
                 coverage=float(coverage[i]),
                 fusion_rank=int(ranks[i]),
                 cross=None if cross is None else float(cross[i]),
+                credibility=float(cred[i]),
             )
             for i, c in enumerate(cands)
         ]

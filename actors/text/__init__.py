@@ -1,14 +1,16 @@
 """Text utilities shared by the scraper, the searcher, the corpus index and the reranker:
-sentence-aware chunking, SimHash near-duplicate detection, URL normalisation and
-keyword helpers. Pure Python + numpy; no models.
+markup cleaning, sentence-aware chunking, SimHash near-duplicate detection, URL
+normalisation and keyword helpers. Pure Python + numpy; no models.
 """
 
 from ._chunking import TextChunk, chunk_text, split_sentences
 from ._keywords import STOPWORDS, content_terms, keyword_coverage, stem, tokenize
+from ._markup import CLEAN_MARKUP_VERSION, clean_markup, looks_like_code
 from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, simhash64
 from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url
 
 __all__ = [
+    "CLEAN_MARKUP_VERSION",
     "STOPWORDS",
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",
@@ -16,10 +18,12 @@ __all__ = [
     "NearDuplicateIndex",
     "TextChunk",
     "chunk_text",
+    "clean_markup",
     "content_terms",
     "dedup_chunks",
     "hamming",
     "keyword_coverage",
+    "looks_like_code",
     "normalize_url",
     "simhash64",
     "split_sentences",

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 __all__ = ["TextChunk", "chunk_text", "split_sentences"]
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace,
-# or at a blank line (paragraph break, headings, list items).
-_BOUNDARY = re.compile(r"(?<=[.!?])([\"'\u201d\u2019)\]]*)\s+|\n[ \t]*\n\s*")
+# or at a blank line (paragraph break, headings, list items; see _PARAGRAPH).
+_BOUNDARY = re.compile(r"(?<=[.!?])([\"'\u201d\u2019)\]]*)\s+")
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _WORD = re.compile(r"\S+")
 _ABBREV_TEXT = (
     "e.g i.e etc vs cf al fig figs eq eqs no nos vol dr mr mrs ms prof st jr sr inc ltd co "
@@ -38,20 +39,40 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
     Rule based (no model): splits after ``.``/``!``/``?`` and at blank lines,
     but not after common abbreviations (``e.g.``, ``Dr.``, ``et al.``) or
-    single initials.
+    single initials. A code paragraph (one whose first line is indented by four
+    or more spaces, the :func:`~actors.text.clean_markup` convention) is one
+    span: a period inside code ends no sentence.
     """
     spans: list[tuple[int, int]] = []
     start = 0
-    for m in _BOUNDARY.finditer(text):
-        end = m.start() + len(m.group(1) or "")
-        if text[m.start() - 1] == "." and "\n" not in m.group() and _is_abbreviation(
-            text, m.start()
+    for m in _PARAGRAPH.finditer(text):
+        _add_paragraph(text, start, m.start(), spans)
+        start = m.end()
+    _add_paragraph(text, start, len(text), spans)
+    return spans
+
+
+def _add_paragraph(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    line_start = text.rfind("\n", 0, start) + 1
+    first = text[line_start:end].lstrip("\n")
+    if first.startswith(("    ", "\t")) and first.strip():
+        _add_span(text, start, end, spans)
+        return
+    for m in _BOUNDARY.finditer(text, start, end):
+        stop = m.start() + len(m.group(1) or "")
+        if text[m.start() - 1] == "." and "\n" not in m.group() and (
+            _is_abbreviation(text, m.start()) or _is_item_number(text, start, m.start())
         ):
             continue
-        _add_span(text, start, end, spans)
+        _add_span(text, start, stop, spans)
         start = m.end()
-    _add_span(text, start, len(text), spans)
-    return spans
+    _add_span(text, start, end, spans)
+
+
+def _is_item_number(text: str, start: int, dot_end: int) -> bool:
+    """ "2. Mix the dough": a list item's number at the start of a line, not a sentence."""
+    line_start = max(start, text.rfind("\n", 0, dot_end) + 1)
+    return text[line_start : dot_end - 1].strip().isdigit() and dot_end - 1 - line_start <= 4
 
 
 def _is_abbreviation(text: str, dot_end: int) -> bool:

@@ -16,6 +16,8 @@ from ._actors import (
     WriterActor,
     render_answer,
 )
+from ._answerability import QuestionNeeds, analyse_question, judge_answerability
+from ._chat_entailment import DEFAULT_ENTAILMENT_PROMPT, ChatEntailment, EntailmentError
 from ._chat_planner import (
     DEFAULT_PLANNER_PROMPT,
     PLANNER_TOOLS,
@@ -43,28 +45,36 @@ from ._policy import (
     WriteMode,
     WriterPolicy,
 )
+from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportScore, SupportWeights, support_score
 from ._verifier import (
+    DEFAULT_SUPPORT_THRESHOLD,
+    AsyncEntailmentModel,
     EntailmentModel,
-    EntailmentReport,
     QuoteMatch,
     Verification,
     VerifyPolicy,
-    evaluate_entailment,
+    bearing_on_question,
     match_quote,
     normalize_text,
     verify,
+    verify_async,
 )
 
 __all__ = [
+    "DEFAULT_ENTAILMENT_PROMPT",
     "DEFAULT_PLANNER_PROMPT",
+    "DEFAULT_SUPPORT_THRESHOLD",
+    "DEFAULT_SUPPORT_WEIGHTS",
     "DEFAULT_WRITER_PROMPT",
     "PLANNER_TOOLS",
+    "AsyncEntailmentModel",
+    "ChatEntailment",
     "ChatPlanner",
     "ChatWriter",
     "Decision",
     "Draft",
+    "EntailmentError",
     "EntailmentModel",
-    "EntailmentReport",
     "ExtractiveWriter",
     "LoopCheck",
     "LoopGuard",
@@ -75,9 +85,12 @@ __all__ = [
     "PlannerPolicy",
     "PlannerView",
     "QueryRecord",
+    "QuestionNeeds",
     "QuoteMatch",
     "Rejection",
     "ScopeCheck",
+    "SupportScore",
+    "SupportWeights",
     "Verification",
     "VerificationLike",
     "VerifierActor",
@@ -86,10 +99,12 @@ __all__ = [
     "WriteMode",
     "WriterActor",
     "WriterPolicy",
+    "analyse_question",
+    "bearing_on_question",
     "default_scope",
     "desubjectivize",
-    "evaluate_entailment",
     "extract_entities",
+    "judge_answerability",
     "match_quote",
     "normalize_query",
     "normalize_text",
@@ -98,5 +113,7 @@ __all__ = [
     "render_answer",
     "saturated",
     "select_evidence",
+    "support_score",
     "verify",
+    "verify_async",
 ]

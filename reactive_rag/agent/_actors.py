@@ -7,7 +7,8 @@ commands it receives stay small and every input is visible in the run's events.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from actors import Actor, ActorContext
@@ -30,7 +31,9 @@ from streams import (
     VerifyFailed,
 )
 
+from ..run._conflicts import conflict_claims
 from ._policy import Decision, PlannerPolicy, PlannerView, QueryRecord, WriterPolicy
+from ._verifier import lead_is_backed
 
 __all__ = [
     "LoopCheck",
@@ -152,7 +155,15 @@ class PlannerActor(Actor):
 
 
 class WriterActor(Actor):
-    """Asks a :class:`WriterPolicy` for a draft from the selected evidence, streaming it."""
+    """Asks a :class:`WriterPolicy` for a draft from the selected evidence, streaming it.
+
+    When the request carries conflicts (the evidence disagrees on what was
+    asked), one claim per side (:func:`~reactive_rag.run.conflict_claims`) is
+    appended after the policy's claims, whichever policy wrote them, so the
+    answer shows both sides, each cited and verified like any claim. A
+    conflict whose claims the verifier refused is left out of the repair, and
+    the policy sees only the errors about its own claims.
+    """
 
     name = "writer"
     handles = ("run.started", "evidence.registered", "answer.requested")
@@ -161,6 +172,9 @@ class WriterActor(Actor):
         self.policy = policy
         self.timeout_s = timeout_s
         self.view = _RunView()
+        self._own = 0  # the policy's claims in the last draft (conflict claims follow)
+        self._appended: tuple[int, ...] = ()  # conflict index of each appended claim
+        self._refused: set[int] = set()  # conflicts the verifier refused a claim of
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):
@@ -171,10 +185,30 @@ class WriterActor(Actor):
         def emit_delta(text: str, claim_index: int | None) -> None:
             ctx.emit(AnswerDelta(text=text, claim_index=claim_index), msg)
 
+        errors = msg.errors
+        if msg.mode == "repair" and self._appended:
+            ours = range(self._own, self._own + len(self._appended))
+            self._refused |= {self._appended[e.index - self._own] for e in errors
+                              if e.index in ours}
+            errors = tuple(e for e in errors if e.index not in ours)
         draft = await self.policy.write(self.view.question, evidence, mode=msg.mode,
-                                        errors=msg.errors, emit_delta=emit_delta)
-        return [AnswerDrafted(text=draft.text, claims=tuple(draft.claims), attempt=msg.attempt,
-                              mode=msg.mode, tokens=draft.tokens)]
+                                        errors=errors, emit_delta=emit_delta)
+        claims = list(draft.claims)
+        text = draft.text
+        self._own, appended = len(claims), []
+        for n, conflict in enumerate(msg.conflicts):
+            sides = conflict_claims([conflict])
+            if n in self._refused or any(c.source_id not in self.view.evidence for c in sides):
+                continue
+            for claim in sides:
+                piece = f"{' ' if text else ''}{claim.statement.strip()} [{len(claims) + 1}]"
+                emit_delta(piece, len(claims))
+                text += piece
+                claims.append(claim)
+                appended.append(n)
+        self._appended = tuple(appended)
+        return [AnswerDrafted(text=text, claims=tuple(claims), attempt=msg.attempt,
+                              mode=msg.mode, tokens=draft.tokens, lead=draft.lead)]
 
 
 class VerificationLike(Protocol):
@@ -190,14 +224,24 @@ class VerificationLike(Protocol):
     def passed(self) -> bool: ...
 
 
-VerifyFunction = Callable[[Sequence[Claim], Mapping[str, EvidenceChunk]], VerificationLike]
+class VerifyFunction(Protocol):
+    """Checks a draft's claims against the registry and the run's question.
+
+    May be synchronous (``verify``) or return an awaitable (``verify_async``,
+    for an entailment model that has to wait for a server).
+    """
+
+    def __call__(
+        self, claims: Sequence[Claim], registry: Mapping[str, EvidenceChunk], /, *,
+        question: str,
+    ) -> VerificationLike | Awaitable[VerificationLike]: ...
 
 
 class VerifierActor(Actor):
-    """Checks every claim of a draft against this run's evidence registry, in code."""
+    """Checks every claim of a draft against this run's evidence and question, in code."""
 
     name = "verifier"
-    handles = ("evidence.registered", "answer.drafted")
+    handles = ("run.started", "evidence.registered", "answer.drafted")
 
     def __init__(self, verify: VerifyFunction) -> None:
         self.verify = verify
@@ -207,15 +251,19 @@ class VerifierActor(Actor):
         if self.view.absorb(msg):
             return None
         assert isinstance(msg, AnswerDrafted)
-        result = self.verify(msg.claims, self.view.evidence)
+        outcome = self.verify(msg.claims, self.view.evidence, question=self.view.question)
+        result: VerificationLike = await outcome if inspect.isawaitable(outcome) else outcome
         if result.passed:
             kept = tuple(result.kept)
-            return [AnswerVerified(text=render_answer(kept), claims=kept,
+            lead = msg.lead if msg.lead and lead_is_backed(msg.lead, kept,
+                                                           self.view.evidence) else ""
+            return [AnswerVerified(text=render_answer(kept, lead), claims=kept, lead=lead,
                                    dropped=len(msg.claims) - len(kept), attempt=msg.attempt)]
         return [VerifyFailed(errors=tuple(result.errors), attempt=msg.attempt,
                              kept=tuple(result.kept))]
 
 
-def render_answer(claims: Sequence[Claim]) -> str:
-    """The answer text from verified claims, with numbered citations."""
-    return " ".join(f"{c.statement.strip()} [{i}]" for i, c in enumerate(claims, 1))
+def render_answer(claims: Sequence[Claim], lead: str = "") -> str:
+    """The answer text from verified claims, with numbered citations (after the lead, if any)."""
+    cited = " ".join(f"{c.statement.strip()} [{i}]" for i, c in enumerate(claims, 1))
+    return f"{lead.strip()} {cited}".strip() if lead.strip() else cited

@@ -3,7 +3,12 @@
 With no model to write prose, the honest answer is extractive: pick the few
 sentences of the registered evidence that best answer the question and cite
 each one. Because every quote is an exact slice of its chunk, verification is
-exact by construction; what this module has to get right is *which* sentences.
+exact by construction; what this module has to get right is *which* sentences,
+and that each reads as an answer: prose only (never code, a signature, a
+heading or markup), no private internals the question did not ask about, no
+repeats, and with its subject. A sentence that relies on its chunk's title for
+its subject ("Least-recently-used cache decorator.", "He was born in 1992.")
+gets the title in front of its statement; the quote stays the exact sentence.
 """
 
 from __future__ import annotations
@@ -16,18 +21,56 @@ from dataclasses import dataclass
 import numpy as np
 
 from actors.models import Embedder
-from actors.text import STOPWORDS, content_terms, split_sentences, stem, tokenize
+from actors.text import STOPWORDS, content_terms, looks_like_code, split_sentences, stem, tokenize
 from streams import Claim, ClaimError, EvidenceChunk
 
+from ._answerability import analyse_question
+from ._offline_planner import desubjectivize
 from ._policy import Draft, WriteMode
+from ._yes_no import answer_yes_no
 
 __all__ = ["ExtractiveWriter"]
 
 _SPACE = re.compile(r"\s+")
-_LEAD = re.compile(r"^[\s\-*\u2022>#\d.)]*(?=\w)")
+# List markers and bullets in front of a sentence ("- ", "2) ", "> "), not "3.5" or "-1".
+_LEAD = re.compile(r"^(?:\s+|[-*\u2022>#]+(?=\s)|\d{1,3}[.)](?=\s))+(?=\S)")
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _NAME = re.compile(r"\b[A-Z][\w'\-]+(?:\s+(?:of|the|de|van|von|and|&)?\s*[A-Z][\w'\-]+)*")
+# "How do I ...", "how to ...", "what is the best way to ...": the answer is a thing to use.
+_HOW_TO = re.compile(
+    r"^\s*(?:how\s+(?:do|can|could|should|would|might)\s+(?:i|you|we|one)\b|how\s+to\b"
+    r"|(?:what(?:'s|\s+is)\s+(?:the\s+)?(?:best|right|easiest|simplest)\s+way\s+to)"
+    r"|(?:which|what)\s+(?:function|method|class|module|api|library|tool|command)s?\b)",
+    re.IGNORECASE,
+)
+# An API name: a dotted or snake_case identifier path ("functools.lru_cache", "os.path").
+_API_NAME = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\(\))?$")
+_PRIVATE_IDENT = re.compile(r"(?<![\w.])(?:[A-Za-z]\w*\.)*_[A-Za-z]\w*|\b\w+\._[A-Za-z]\w*")
+# A sentence leaning on its context for its subject.
+_PRONOUN_LEAD = re.compile(
+    r"^(?:he|she|it|they|his|her|its|their|this|these|those|that|such)\b(?!-)", re.IGNORECASE
+)
+# Arg-clinic docstrings: "string, format -> new datetime parsed from a string".
+_ARROW_LEAD = re.compile(r"^[\w\s,.*/\[\]=]{0,60}?\s->\s+(?=\w)")
+# A section header: a paragraph that is an API name or its signature ("pkg.mod.fn(x, y)").
+_HEADER = re.compile(
+    r"^(?:(?:async\s+)?def\s+|class\s+)?([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\s*"
+    r"(?:\((?:[^()]|\([^()]*\))*\))?\s*(?:->\s*\S.*)?:?$"
+)
+# A row of a "term  description" table: "fullmatch Match a ...", "PIPE: Special value ...".
+_TERM_LEAD = re.compile(
+    r"^(?:[\w.]*[(_%][^\s:]*|[A-Z][A-Z0-9_]{2,}|[a-z][\w.]*|\"[^\"\s]{1,6}\")\s*(?::|--)?"
+    r"\s+[A-Z\"(]"
+)
+_MAX_CLAIM_WORDS = 80
+_PARA_BEFORE = re.compile(r"(?:^|\n[ \t]*\n)[ \t]*$")
+_PARA_AFTER = re.compile(r"[ \t]*(?:\n[ \t]*\n|$)")
+_MARKUP = re.compile(
+    r"<!--|-->|</?[A-Za-z][\w-]*(?:\s[^<>]*)?/?>|\]\(|```|^#{1,6}\s|\s\|\s|^\s*\||"
+    r"^\s*(?:={3,}|-{3,}|\*{3,})\s*$",
+    re.MULTILINE,
+)
 
 
 @dataclass(slots=True)
@@ -38,7 +81,9 @@ class _Sentence:
     end: int
     terms: frozenset[str]
     words: frozenset[str]
-    order: int
+    order: int  # among its section's usable sentences: 0 is the lead (a docstring summary)
+    statement: str
+    subject: str  # what it is about: its section's API name or its chunk's title
 
     @property
     def quote(self) -> str:
@@ -48,8 +93,86 @@ class _Sentence:
 def _clean(sentence: str) -> str:
     text = _SPACE.sub(" ", sentence).strip()
     m = _LEAD.match(text)
-    if m and m.end() < len(text) and not text[: m.end()].strip().isdigit():
+    if m and m.end() < len(text):
         text = text[m.end() :]
+    return text
+
+
+def _subject(title: str) -> str:
+    """What a chunk is about, from its title: "Winner (band)" -> "Winner"."""
+    return re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
+
+
+def _is_api_name(subject: str) -> bool:
+    """``functools.lru_cache``, ``os.path``, ``lru_cache``: a name to call, not a page title."""
+    return bool(_API_NAME.match(subject)) and ("." in subject or "_" in subject)
+
+
+def _private(subject: str) -> str | None:
+    """The private part of an API name (``_get_running_loop`` in ``asyncio._get_running_loop``)."""
+    if not _API_NAME.match(subject):
+        return None
+    for part in subject.removesuffix("()").split("."):
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            return part
+    return None
+
+
+def _asks_not_for(private: str | None, question_lower: str) -> bool:
+    """A private name the question does not mention."""
+    return private is not None and private.lower() not in question_lower
+
+
+def _section_name(text: str, start: int, end: int) -> str | None:
+    """The API name a header paragraph introduces, if ``text[start:end]`` is one."""
+    if not (_PARA_BEFORE.search(text, 0, start) and _PARA_AFTER.match(text, end)):
+        return None
+    m = _HEADER.match(_SPACE.sub(" ", text[start:end]).strip())
+    return m.group(1) if m else None
+
+
+def _not_a_claim(chunk: EvidenceChunk, start: int, end: int, subject: str) -> bool:
+    """Code, a signature, a heading/label, a question, markup, or the title again."""
+    text = chunk.text[start:end]
+    line_start = chunk.text.rfind("\n", 0, start) + 1
+    lead = chunk.text[line_start:start]
+    if not lead.strip() and len(lead.replace("\t", "    ")) >= 4:
+        return True  # a line of an indented code block
+    if looks_like_code(text):
+        return True
+    flat = _SPACE.sub(" ", text).strip()
+    if flat.endswith((":", "?")):
+        return True  # a heading or the label of what follows; a question is no answer
+    if _MARKUP.search(text) or _TERM_LEAD.match(flat) or len(flat.split()) > _MAX_CLAIM_WORDS:
+        return True  # markup, a table row, or a run-on too long to read as one claim
+    _, colon, tail = flat.partition(": ")
+    if colon and looks_like_code(tail):
+        return True  # "Equivalent to: sorted(...)": the point is the code
+    terms = set(content_terms(flat))
+    return bool(terms) and bool(subject) and terms <= set(content_terms(subject))
+
+
+def _statement(quote: str, subject: str) -> str:
+    """The quote as a claim, with its subject in front when the sentence lacks it.
+
+    Only words of the quote and of the chunk title ever appear: the subject is
+    the title, and nothing else is added.
+    """
+    text = _clean(quote)
+    arrow = _ARROW_LEAD.match(text)
+    if arrow and len(text) > arrow.end():
+        text = text[arrow.end() :]
+        text = text[:1].upper() + text[1:]
+    if not subject:
+        return text
+    low = text.lower()
+    if _is_api_name(subject):
+        if subject.lower() in low:
+            return text
+        return f"{subject}: {text}"
+    wanted = {w for w in tokenize(subject) if w not in STOPWORDS and not w.isdigit()}
+    if _PRONOUN_LEAD.match(text) or (wanted and not wanted & set(tokenize(text))):
+        return f"{subject}: {text}"
     return text
 
 
@@ -76,6 +199,19 @@ class ExtractiveWriter:
     terms the previous ones did not, preferring other chunks and skipping
     near-duplicates.
 
+    Only prose is quoted: code (blocks, lines, signatures), headings and labels
+    (a sentence ending in ``:``), questions, markup, "term  description" table
+    rows, run-ons and a sentence that only repeats its chunk's title are never
+    claims, and neither is anything about a private name (``_x``, ``a._b``)
+    the question does not mention. A sentence's subject is the API name of the
+    section it sits in (a header paragraph such as ``pkg.mod.fn(x, y)``) or
+    its chunk's title; when the sentence does not name it (or leans on a
+    pronoun), the statement is ``"subject: sentence"``. A how-to question
+    leads with what an API is for (the first sentence of its section), a
+    question naming an API with that API's own summary; later claims must add
+    to the lead (its subject, or question terms it left open) and, with an
+    embedder, stay close to what the question asks.
+
     Args:
         embedder: optional sentence embedder for semantic similarity.
         max_claims: at most this many claims (1..4 is sensible).
@@ -83,6 +219,9 @@ class ExtractiveWriter:
         dedup_jaccard: word-set Jaccard at or above which two sentences are duplicates.
         min_quote_words: shorter sentences are not quoted (unless one is a whole chunk).
         embed_top: how many lexically best sentences the embedder re-scores.
+        support_similarity: with an embedder, a claim after the first needs at least
+            this share of the first claim's similarity to the question (a passage
+            that the lead's subject links to, the next hop, is exempt).
     """
 
     name = "extractive"
@@ -96,6 +235,7 @@ class ExtractiveWriter:
         dedup_jaccard: float = 0.6,
         min_quote_words: int = 4,
         embed_top: int = 24,
+        support_similarity: float = 0.5,
     ) -> None:
         if max_claims < 1:
             raise ValueError("max_claims must be >= 1")
@@ -105,6 +245,7 @@ class ExtractiveWriter:
         self.dedup_jaccard = dedup_jaccard
         self.min_quote_words = min_quote_words
         self.embed_top = embed_top
+        self.support_similarity = support_similarity
         # Last draft per question, so a repair knows which claims the errors name.
         self._last: OrderedDict[str, tuple[Claim, ...]] = OrderedDict()
 
@@ -133,10 +274,23 @@ class ExtractiveWriter:
         claims = self.select(
             question, evidence, banned_quotes=banned_quotes, banned_chunks=banned_chunks
         )
-        parts: list[str] = []
+        lead = ""
+        needs = analyse_question(question)
+        if needs.answer_type == "yes_no" and not banned_quotes and not banned_chunks:
+            # A yes/no question is answered by a word inferred from one description of
+            # each named thing; those descriptions come first, then the other claims.
+            verdict = answer_yes_no(question, needs.entities, evidence)
+            if verdict is not None:
+                lead = verdict.lead
+                quoted = {(c.source_id, c.quote) for c in verdict.claims}
+                rest = [c for c in claims if (c.source_id, c.quote) not in quoted]
+                claims = [*verdict.claims, *rest][: max(self.max_claims, len(verdict.claims))]
+        parts: list[str] = [lead] if lead else []
+        if lead and emit_delta is not None:
+            emit_delta(lead, None)
         for i, claim in enumerate(claims):
             piece = f"{claim.statement} [{i + 1}]"
-            if i:
+            if parts:
                 piece = " " + piece
             parts.append(piece)
             if emit_delta is not None:
@@ -149,26 +303,41 @@ class ExtractiveWriter:
         self._last.move_to_end(question)
         while len(self._last) > 64:
             self._last.popitem(last=False)
-        return Draft(text="".join(parts), claims=tuple(claims), notes=tuple(notes))
+        return Draft(text="".join(parts), claims=tuple(claims), notes=tuple(notes), lead=lead)
 
     def _sentences(
         self,
+        question: str,
         evidence: Sequence[EvidenceChunk],
         banned_quotes: set[tuple[str, str]],
         banned_chunks: set[str],
     ) -> list[_Sentence]:
         out: list[_Sentence] = []
+        q_low = question.lower()
         for rank, chunk in enumerate(evidence):
             if chunk.id in banned_chunks:
                 continue
-            spans = split_sentences(chunk.text)
-            for order, (s, e) in enumerate(spans):
+            # What a sentence is about: its section's API name, else the chunk's title.
+            title_subject = _subject(chunk.title) if chunk.title else ""
+            subject = title_subject
+            if _asks_not_for(_private(title_subject), q_low):
+                continue  # internals are not answers unless asked about by name
+            order = 0
+            for s, e in split_sentences(chunk.text):
                 text = chunk.text[s:e]
+                section = _section_name(chunk.text, s, e)
+                if section is not None:
+                    subject, order = section, 0
+                    continue
                 words = tokenize(text)
                 if not words:
                     continue
                 if len(words) < self.min_quote_words and text != chunk.text.strip():
                     continue  # too short to verify, unless it is the whole chunk
+                if _asks_not_for(_private(subject), q_low):
+                    continue
+                if _not_a_claim(chunk, s, e, subject):
+                    continue
                 if (chunk.id, _SPACE.sub(" ", text).strip()) in banned_quotes:
                     continue
                 out.append(
@@ -180,8 +349,11 @@ class ExtractiveWriter:
                         terms=frozenset(content_terms(text)),
                         words=frozenset(words),
                         order=order,
+                        statement=_statement(text, subject),
+                        subject=subject,
                     )
                 )
+                order += 1
         return out
 
     def select(
@@ -193,26 +365,63 @@ class ExtractiveWriter:
         banned_chunks: set[str] | None = None,
     ) -> list[Claim]:
         """The claims this writer would write for ``question`` (no streaming)."""
-        sentences = self._sentences(evidence, banned_quotes or set(), banned_chunks or set())
+        sentences = self._sentences(
+            question, evidence, banned_quotes or set(), banned_chunks or set()
+        )
         if not sentences:
             return []
         q_terms = set(content_terms(question))
         q_words = set(tokenize(question))
         q_pairs = _pairs(question)
+        q_low = question.lower()
+        asked = desubjectivize(question) or question
+        how = _HOW_TO.match(asked)
+        # "How do I cache ...": the action asked about, which the thing to use must do.
+        action = next(iter(content_terms(asked[how.end() :])), None) if how else None
+        # What each API section says as a whole: its lead sentence stands for it.
+        section_terms: dict[tuple[str, str], set[str]] = {}
+        for s in sentences:
+            section_terms.setdefault((s.chunk.id, s.subject), set()).update(s.terms)
+        q_names = {m.group(0).lower() for m in re.finditer(r"[A-Za-z_][\w.]*", question)}
+
+        def named_api(subject: str) -> bool:
+            """The question names this API: all of it, or its last part as an identifier."""
+            if not _is_api_name(subject):
+                return False
+            low = subject.lower()
+            last = low.rsplit(".", 1)[-1]
+            return low in q_names or (("_" in last or f"{last}(" in q_low) and last in q_names)
+
         base: list[float] = []
         reach: list[set[str]] = []  # question terms a sentence covers, with its title
+        lead_reach: list[set[str]] = []  # ... and, leading a how-to answer, with its section
         for s in sentences:
             # Titles count as context: "He was born in 1950" answers a question
             # about the person the chunk is titled after.
             title_terms = set(content_terms(s.chunk.title)) if s.chunk.title else set()
+            title_terms |= set(content_terms(s.subject))
+            context = s.terms | title_terms
+            if how and s.order == 0 and _is_api_name(s.subject):
+                # "How do I ...": what the API's docs cover is what its summary answers.
+                context = context | section_terms[(s.chunk.id, s.subject)]
             reach.append(q_terms & (s.terms | title_terms))
+            lead_reach.append(q_terms & context)
             cov = len(q_terms & s.terms) / len(q_terms) if q_terms else 0.0
-            ctx = len(q_terms & (s.terms | title_terms)) / len(q_terms) if q_terms else 0.0
+            ctx = len(q_terms & context) / len(q_terms) if q_terms else 0.0
             score = 0.45 * cov + 0.35 * ctx
             score += 0.12 / (1.0 + s.chunk_rank) + (0.05 if s.order == 0 else 0.0)
             score += _answer_type_bonus(question, s.quote, q_words)
             score += 0.1 * min(3, len(q_pairs & _pairs(s.quote)))  # shared phrases
+            if how and s.order == 0 and _is_api_name(s.subject):
+                score += 0.25  # what the API is for: the direct answer to "how do I"
+            if s.order == 0 and named_api(s.subject):
+                score += 0.4  # "What does x.y do?": what x.y's docs say first
+            if action and action in (s.terms | title_terms | set(content_terms(s.subject))):
+                score += 0.2
+            if any(m.group(0).lower() not in q_low for m in _PRIVATE_IDENT.finditer(s.quote)):
+                score -= 0.3  # leans on internals the question did not name
             base.append(score)
+        sims: dict[int, float] = {}  # semantic similarity to the question, where measured
         if self._embedder is not None:
             # Embedding every sentence of every chunk is too slow for a CPU model;
             # the lexical shortlist decides which sentences get a semantic score.
@@ -221,6 +430,7 @@ class ExtractiveWriter:
             pv = self._embedder.embed_passages([sentences[i].quote for i in shortlist])
             for i, sim in zip(shortlist, np.clip(pv @ qv, 0.0, 1.0), strict=True):
                 base[i] += 0.5 * float(sim)
+                sims[i] = float(sim)
         chosen: list[int] = []
         covered: set[str] = set()
         used_chunks: dict[str, int] = {}
@@ -230,16 +440,21 @@ class ExtractiveWriter:
         while len(chosen) < self.max_claims:
             best, best_gain = -1, float("-inf")
             for i, s in enumerate(sentences):
-                if i in chosen or any(
-                    _jaccard(s.words, sentences[j].words) >= self.dedup_jaccard for j in chosen
-                ):
+                if i in chosen or any(self._repeats(s, sentences[j]) for j in chosen):
                     continue
-                new_terms = len(reach[i] - covered) / len(q_terms) if q_terms else 0.0
+                reaches = reach[i] if chosen else lead_reach[i]
+                new_terms = len(reaches - covered) / len(q_terms) if q_terms else 0.0
                 gain = base[i] + 0.5 * new_terms - 0.15 * used_chunks.get(s.chunk.id, 0)
                 if s.chunk.id in linked and new_terms > 0:
                     gain += 0.3
                 if chosen:
+                    lead_sim = sims.get(chosen[0])
+                    if (lead_sim is not None and i in sims and s.chunk.id not in linked
+                            and sims[i] < self.support_similarity * lead_sim):
+                        continue  # shares the question's words, not what it asks
                     gain -= 0.25  # every extra claim must earn its place
+                    if new_terms == 0 and s.subject != sentences[chosen[0]].subject:
+                        gain -= 0.2  # neither says more about the answer nor covers more
                 if gain > best_gain:
                     best, best_gain = i, gain
             if best < 0 or (chosen and best_gain < self.min_gain):
@@ -256,12 +471,20 @@ class ExtractiveWriter:
             }
         return [
             Claim(
-                statement=_clean(sentences[i].quote),
+                statement=sentences[i].statement,
                 source_id=sentences[i].chunk.id,
                 quote=sentences[i].quote,
             )
             for i in chosen
         ]
+
+    def _repeats(self, a: _Sentence, b: _Sentence) -> bool:
+        """Same or near-same sentence (the same docstring under two names, overlapping
+        chunks), or one says nothing the other does not."""
+        if _jaccard(a.words, b.words) >= self.dedup_jaccard:
+            return True
+        small, large = (a.terms, b.terms) if len(a.terms) <= len(b.terms) else (b.terms, a.terms)
+        return len(small) >= 2 and small <= large
 
 
 def _pairs(text: str) -> set[tuple[str, str]]:

@@ -20,7 +20,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from actors.text import STOPWORDS, content_terms, split_sentences, stem, tokenize
+from actors.text import (
+    STOPWORDS,
+    content_terms,
+    looks_like_code,
+    split_sentences,
+    stem,
+    tokenize,
+)
 from streams import EvidenceChunk, ToolCall
 
 from ._loop_guard import normalize_query
@@ -167,6 +174,65 @@ def extract_entities(text: str) -> list[str]:
         if key not in seen and tokenize(name):
             seen.add(key)
             out.append(name)
+    return out
+
+
+# Capitalised words that are code or docstring vocabulary, never a page to search for.
+_CODE_WORDS = frozenset(
+    """
+    none true false null nil nan undefined return returns raise raises yield yields args
+    kwargs arguments argument parameters parameter param params example examples note notes
+    see default defaults optional deprecated self cls usage attributes
+    """.split()  # noqa: SIM905
+)
+# Identifiers and code tokens a sentence may embed: URLs, dotted names (``asyncio.Future``),
+# snake_case and ``_private`` names, calls (``gather()``) and backticked code.
+_IDENTIFIER = re.compile(
+    r"\S*(?:https?://|www\.)\S*"
+    r"|`[^`]*`"
+    r"|\b(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w+(?:\([^()\s]*\))?"
+    r"|\b\w*_\w*"
+    r"|\b\w+\([^()]*\)"
+)
+# A name an API gives a class: used dotted or called somewhere ("x.OrderedDict", "Future(").
+_API_USE = re.compile(r"\.([A-Z]\w*)|\b([A-Z]\w*)\(")
+_CODE_SUFFIX = re.compile(r"[a-z](?:Error|Exception|Warning|Exit|Interrupt)$")
+
+
+def _code_names(chunks: Sequence[EvidenceChunk]) -> set[str]:
+    """Capitalised names the evidence uses as code (dotted or called), lower-cased."""
+    out: set[str] = set()
+    for c in chunks:
+        for m in _API_USE.finditer(f"{c.title}\n{c.text}"):
+            out.add((m.group(1) or m.group(2)).lower())
+    return out
+
+
+def _prose_entities(sentence: str, code_names: set[str]) -> list[str]:
+    """The names of a *prose* sentence worth a search: :func:`extract_entities` without code.
+
+    A code-like sentence (see :func:`~actors.text.looks_like_code`) names nothing.
+    Identifiers (URLs, dotted names, snake_case, calls, backticked code) are cut
+    out before names are looked for, so a name never straddles one; code
+    keywords and docstring labels ("None", "Returns", "Args") are trimmed off a
+    name's ends; CamelCase exception names and names in ``code_names`` (the
+    evidence uses them dotted or called: ``asyncio.Future``) are dropped.
+    """
+    if looks_like_code(sentence):
+        return []
+    masked = _IDENTIFIER.sub(" ; ", sentence)
+    out: list[str] = []
+    for name in extract_entities(masked):
+        words = name.split()
+        while words and words[0].lower().strip(".,'") in _CODE_WORDS:
+            words.pop(0)
+        while words and words[-1].lower().strip(".,'") in _CODE_WORDS:
+            words.pop()
+        if not words or any(_CODE_SUFFIX.search(w) or w.lower() in code_names for w in words):
+            continue
+        kept = _clean_name(" ".join(words))
+        if kept is not None and kept not in out:
+            out.append(kept)
     return out
 
 
@@ -416,6 +482,7 @@ class OfflinePlanner:
         lowercase_words = {
             w for c in ranked for w in re.findall(r"(?<![.!?]\s)\b[a-z][a-z'-]+", c.text)
         }
+        code_names = _code_names(view.evidence)
         for rank, chunk in enumerate(ranked):
             c_terms = _chunk_terms(chunk)
             open_terms = tuple(w for w in keys if stem([w])[0] not in c_terms)
@@ -427,7 +494,7 @@ class OfflinePlanner:
                 rel = len(s_terms & q_all) / max(1, len(set(content_terms(question))))
                 if rel == 0:
                     continue  # a sentence about something else names no bridge
-                for name in extract_entities(sentence):
+                for name in _prose_entities(sentence, code_names):
                     name = _drop_capitalised_verb(name, sentence, lowercase_words)
                     if not name:
                         continue

@@ -75,6 +75,7 @@ class Draft:
     claims: Sequence[Claim]
     tokens: int = 0
     notes: Sequence[str] = field(default_factory=tuple)
+    lead: str = ""  # a direct answer inferred from the claims (checked by the verifier)
 
 
 class PlannerPolicy(Protocol):

@@ -17,35 +17,61 @@ this run's registry, with an optional entailment model on top:
 4. if the quote fails in the cited chunk but occurs in another registered
    chunk, the error names that chunk ("quote found in X, not in Y") so a
    repair can fix the id instead of inventing a new quote;
-5. with an :class:`EntailmentModel`, the quote must support the statement.
+5. the statement must be supported by its quote, with the rest of the chunk
+   (title included) as context: :func:`~._support.support_score` (offline,
+   lexical) >= ``support_threshold``; a statement that adds a year, drops a
+   "not", names someone else or flips a direction is dropped with what it
+   changed ("statement not supported by its quote: adds 1951");
+6. with a question, every claim must bear on it: its statement, quote and
+   chunk title share a content word with the question, or it is about
+   something another kept claim of the same draft names (the second hop of a
+   multi-hop answer: "He was born in 1950" from the chunk titled after the
+   person the first claim names);
+7. with an :class:`EntailmentModel` (or an :class:`AsyncEntailmentModel`, such
+   as a chat model acting as judge, through :func:`verify_async`), the quote
+   must entail the statement too; a model that fails drops the claim, with its
+   error as the reason, rather than letting it through unchecked.
 """
 
 from __future__ import annotations
 
-import json
-import os
+import asyncio
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from rapidfuzz import fuzz
 
+from actors.text import content_terms, tokenize
 from streams import Claim, ClaimError, EvidenceChunk
 
+from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportWeights, support_score
+from ._yes_no import lead_words
+
 __all__ = [
+    "DEFAULT_SUPPORT_THRESHOLD",
+    "AsyncEntailmentModel",
     "EntailmentModel",
-    "EntailmentReport",
     "QuoteMatch",
     "Verification",
     "VerifyPolicy",
-    "evaluate_entailment",
+    "bearing_on_question",
     "match_quote",
     "normalize_text",
     "verify",
+    "verify_async",
 ]
+
+DEFAULT_SUPPORT_THRESHOLD = 0.25
+"""Minimum :func:`support_score` of a kept claim.
+
+A statement equal to its quote (or prefixed by the chunk's title) scores ~1.0;
+one added number scores <= 0.14, another name <= 0.22, an added or dropped
+"not" <= 0.22, a flipped direction <= 0.22 (see ``SupportWeights``), so each
+alone drops a claim; a paraphrase that keeps half its content words (0.5)
+passes. Set 0 to switch the check off."""
 
 # Quote marks, apostrophes, dashes and similar that writers (and models) swap
 # freely; mapped to one ASCII form before comparing.
@@ -227,12 +253,26 @@ def _match_one(
 class EntailmentModel(Protocol):
     """Scores how strongly ``premise`` supports ``hypothesis`` (0..1, higher = supports).
 
-    No model ships offline (see MODELS.md); a user plugs in a model server or a
-    local NLI model behind this protocol.
+    No model ships offline (see MODELS.md); a user plugs in a local NLI model
+    behind this protocol, or a model server behind :class:`AsyncEntailmentModel`
+    (:class:`~._chat_entailment.ChatEntailment`: a chat model as judge).
     """
 
     def score(self, premise: str, hypothesis: str) -> float:
         """Probability-like support score of ``hypothesis`` given ``premise``."""
+        ...
+
+
+@runtime_checkable
+class AsyncEntailmentModel(Protocol):
+    """An entailment model that has to wait for its answer (a model server, a chat judge).
+
+    Used by :func:`verify_async` (the verifier actor awaits it); any exception it
+    raises drops the claim being checked, with the error as the reason.
+    """
+
+    async def ascore(self, premise: str, hypothesis: str) -> float:
+        """Probability-like support score (0..1) of ``hypothesis`` given ``premise``."""
         ...
 
 
@@ -295,23 +335,32 @@ def _find_elsewhere(
     return exact or fuzzy
 
 
+
 def verify(
     claims: Sequence[Claim],
     registry: Mapping[str, EvidenceChunk],
     *,
+    question: str = "",
     fuzzy_threshold: float = 0.9,
+    support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+    support_weights: SupportWeights = DEFAULT_SUPPORT_WEIGHTS,
     entailment: EntailmentModel | None = None,
     entailment_threshold: float = 0.5,
     min_quote_words: int = 3,
     policy: VerifyPolicy | None = None,
 ) -> Verification:
-    """Check every claim against this run's evidence registry.
+    """Check every claim against this run's evidence registry (and the question).
 
     Args:
         claims: the draft's claims, in order (error indices refer to this order).
         registry: every chunk registered in this run, by id.
+        question: the run's question; when given, claims that do not bear on it
+            (nor on what another kept claim names) are dropped.
         fuzzy_threshold: minimum similarity of a quote's best window in its chunk.
-        entailment: optional model; when given, the quote must support the statement.
+        support_threshold: minimum :func:`support_score` of statement against
+            quote (0 switches the check off).
+        support_weights: the support score's weights.
+        entailment: optional model; when given, the quote must entail the statement.
         entailment_threshold: minimum entailment score.
         min_quote_words: quotes shorter than this are too weak to verify anything.
         policy: when the draft as a whole passes.
@@ -319,32 +368,109 @@ def verify(
     Returns:
         The kept claims (in order) and one :class:`ClaimError` per dropped claim.
     """
-    if not 0.0 < fuzzy_threshold <= 1.0:
-        raise ValueError("fuzzy_threshold must be in (0, 1]")
-    kept: list[Claim] = []
-    kept_indices: list[int] = []
-    errors: list[ClaimError] = []
-    for index, claim in enumerate(claims):
-        reason = _check(
-            claim,
-            registry,
-            fuzzy_threshold=fuzzy_threshold,
-            entailment=entailment,
-            entailment_threshold=entailment_threshold,
-            min_quote_words=min_quote_words,
-        )
-        if reason is None:
-            kept.append(claim)
-            kept_indices.append(index)
-        else:
-            errors.append(ClaimError(index=index, source_id=claim.source_id, reason=reason))
+    reasons = _code_checks(claims, registry, question=question,
+                           fuzzy_threshold=fuzzy_threshold,
+                           support_threshold=support_threshold,
+                           support_weights=support_weights, min_quote_words=min_quote_words)
+    if entailment is not None:
+        for index, claim in enumerate(claims):
+            if reasons[index] is None:
+                reasons[index] = _entailment_reason(
+                    entailment.score(claim.quote, claim.statement), entailment_threshold)
+    return _verdict(claims, reasons, policy)
+
+
+async def verify_async(
+    claims: Sequence[Claim],
+    registry: Mapping[str, EvidenceChunk],
+    *,
+    question: str = "",
+    entailment: EntailmentModel | AsyncEntailmentModel | None = None,
+    entailment_threshold: float = 0.5,
+    fuzzy_threshold: float = 0.9,
+    support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+    support_weights: SupportWeights = DEFAULT_SUPPORT_WEIGHTS,
+    min_quote_words: int = 3,
+    policy: VerifyPolicy | None = None,
+) -> Verification:
+    """:func:`verify`, with an entailment model that may be asynchronous.
+
+    The checks in code run first; the model then judges only the claims that
+    passed them, concurrently. A model call that raises drops its claim with
+    ``"entailment check failed: <error>"``: a claim is never kept unjudged.
+    """
+    reasons = _code_checks(claims, registry, question=question,
+                           fuzzy_threshold=fuzzy_threshold,
+                           support_threshold=support_threshold,
+                           support_weights=support_weights, min_quote_words=min_quote_words)
+    if entailment is not None:
+        todo = [i for i, r in enumerate(reasons) if r is None]
+        judged = await asyncio.gather(
+            *(_entail(entailment, claims[i]) for i in todo), return_exceptions=True)
+        for i, outcome in zip(todo, judged, strict=True):
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    raise outcome
+                detail = str(outcome) or type(outcome).__name__
+                reasons[i] = f"entailment check failed: {detail}"
+            else:
+                reasons[i] = _entailment_reason(outcome, entailment_threshold)
+    return _verdict(claims, reasons, policy)
+
+
+async def _entail(model: EntailmentModel | AsyncEntailmentModel, claim: Claim) -> float:
+    if isinstance(model, AsyncEntailmentModel):
+        return float(await model.ascore(claim.quote, claim.statement))
+    return float(model.score(claim.quote, claim.statement))
+
+
+def _entailment_reason(score: float, threshold: float) -> str | None:
+    if score >= threshold:
+        return None
+    return f"quote does not support the statement (entailment {score:.2f} < {threshold:.2f})"
+
+
+def _verdict(
+    claims: Sequence[Claim], reasons: Sequence[str | None], policy: VerifyPolicy | None
+) -> Verification:
+    kept = [c for c, r in zip(claims, reasons, strict=True) if r is None]
     return Verification(
         kept=kept,
-        errors=errors,
+        errors=[ClaimError(index=i, source_id=claims[i].source_id, reason=r)
+                for i, r in enumerate(reasons) if r is not None],
         total=len(claims),
         policy=policy or VerifyPolicy(),
-        kept_indices=tuple(kept_indices),
+        kept_indices=tuple(i for i, r in enumerate(reasons) if r is None),
     )
+
+
+def _code_checks(
+    claims: Sequence[Claim],
+    registry: Mapping[str, EvidenceChunk],
+    *,
+    question: str,
+    fuzzy_threshold: float,
+    support_threshold: float,
+    support_weights: SupportWeights,
+    min_quote_words: int,
+) -> list[str | None]:
+    if not 0.0 < fuzzy_threshold <= 1.0:
+        raise ValueError("fuzzy_threshold must be in (0, 1]")
+    if not 0.0 <= support_threshold <= 1.0:
+        raise ValueError("support_threshold must be in [0, 1]")
+    reasons = [
+        _check(claim, registry, fuzzy_threshold=fuzzy_threshold,
+               support_threshold=support_threshold, support_weights=support_weights,
+               min_quote_words=min_quote_words)
+        for claim in claims
+    ]
+    if question.strip():
+        alive = [i for i, r in enumerate(reasons) if r is None]
+        relevant = bearing_on_question(question, [claims[i] for i in alive], registry)
+        for i, ok in zip(alive, relevant, strict=True):
+            if not ok:
+                reasons[i] = "claim does not bear on the question"
+    return reasons
 
 
 def _check(
@@ -352,8 +478,8 @@ def _check(
     registry: Mapping[str, EvidenceChunk],
     *,
     fuzzy_threshold: float,
-    entailment: EntailmentModel | None,
-    entailment_threshold: float,
+    support_threshold: float,
+    support_weights: SupportWeights,
     min_quote_words: int,
 ) -> str | None:
     if not claim.statement.strip():
@@ -385,90 +511,100 @@ def _check(
         if where is not None:
             return f"quote found in {where}, not in {claim.source_id}"
         return m.reason
-    if entailment is not None:
-        s = float(entailment.score(claim.quote, claim.statement))
-        if s < entailment_threshold:
-            return (
-                "quote does not support the statement "
-                f"(entailment {s:.2f} < {entailment_threshold:.2f})"
-            )
+    if support_threshold > 0.0:
+        context = f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
+        support = support_score(claim.statement, claim.quote, context=context,
+                                title=chunk.title, weights=support_weights)
+        if support.score < support_threshold:
+            return (f"statement not supported by its quote: {support.explain()} "
+                    f"(support {support.score:.2f} < {support_threshold:.2f})")
     return None
 
 
-# --- entailment evaluation ------------------------------------------------------------
+# --- relevance to the question -------------------------------------------------------
+
+# Words that frame a question without saying what it is about: a claim sharing
+# only these with the question does not bear on it.
+_FRAME_WORDS = frozenset(content_terms(
+    "year years name names named call called known kind kinds type types sort way ways "
+    "also one ones many much thing things someone something anyone anything people person "
+    "happen happened mean means tell give get find make made"
+))
 
 
-@dataclass(frozen=True, slots=True)
-class EntailmentReport:
-    """How well a model separates supporting from contradicting evidence (ROC AUC)."""
-
-    n: int
-    positives: int
-    negatives: int
-    auc: float
-    path: str
+def _terms(text: str) -> set[str]:
+    return {t for t in content_terms(text) if t not in _FRAME_WORDS and len(t) > 1}
 
 
-def _default_data_dir() -> Path:
-    env = os.environ.get("REACTIVE_RAG_DATA")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "data"
+def _subject(claim: Claim, chunk: EvidenceChunk | None) -> set[str]:
+    """What a claim is about: its chunk's title and the capitalised words of its statement."""
+    names = " ".join(w for w in re.findall(r"[^\W_][\w'\u2019-]*", claim.statement)
+                     if w[:1].isupper())
+    title = chunk.title if chunk is not None else ""
+    return _terms(f"{title} {names}")
 
 
-def _auc(pos: Sequence[float], neg: Sequence[float]) -> float:
-    # Mann-Whitney U with ties counted as half.
-    wins = 0.0
-    for p in pos:
-        for q in neg:
-            wins += 1.0 if p > q else 0.5 if p == q else 0.0
-    return wins / (len(pos) * len(neg))
+def _shares(a: set[str], b: set[str]) -> bool:
+    if a & b:
+        return True
+    # "japan" / "japanes": a stem that starts another (>= 4 letters) is the same word here.
+    return any(len(x) >= 4 and len(y) >= 4 and (x.startswith(y) or y.startswith(x))
+               for x in a for y in b)
 
 
-def evaluate_entailment(
-    model: EntailmentModel,
-    path: str | os.PathLike[str] | None = None,
-    *,
-    limit: int | None = None,
-) -> EntailmentReport:
-    """Measure ``model``'s AUC on SciFact claim/evidence pairs (SUPPORT vs CONTRADICT).
+def bearing_on_question(
+    question: str, claims: Sequence[Claim], registry: Mapping[str, EvidenceChunk]
+) -> list[bool]:
+    """Which claims bear on ``question``: lenient by design.
 
-    Args:
-        model: the entailment model to evaluate.
-        path: the ``scifact_claim_evidence_nli.jsonl`` file; default: the shared data
-            folder (``$REACTIVE_RAG_DATA`` or ``../shared/data`` beside the repo).
-        limit: evaluate only the first ``limit`` pairs.
-
-    Raises:
-        FileNotFoundError: when the data file is not there.
-        ValueError: when the file lacks either label.
+    A claim bears on the question when its statement, quote and chunk title
+    share a content word (not a frame word such as "year" or "name") with it,
+    or, transitively, when it is about what a bearing claim of the same draft
+    talks about (its chunk title or a name it mentions occurs in that claim, or
+    the other way round), or cites the same document. A question without
+    content words makes every claim bear on it.
     """
-    file = (
-        Path(path) if path is not None else _default_data_dir() / "scifact_claim_evidence_nli.jsonl"
-    )
-    if not file.is_file():
-        raise FileNotFoundError(f"entailment evaluation data not found: {file}")
-    pos: list[float] = []
-    neg: list[float] = []
-    with file.open(encoding="utf-8") as fh:
-        for line in fh:
-            if not line.strip():
+    wanted = _terms(question) | {t for t in tokenize(question) if t.isdigit()}
+    if not wanted:
+        return [True] * len(claims)
+    chunks = [registry.get(c.source_id) for c in claims]
+    bags = [_terms(f"{(ch.title if ch else '')} {c.statement} {c.quote}")
+            for c, ch in zip(claims, chunks, strict=True)]
+    subjects = [_subject(c, ch) for c, ch in zip(claims, chunks, strict=True)]
+    docs = [(ch.doc_id or ch.id) if ch is not None else c.source_id
+            for c, ch in zip(claims, chunks, strict=True)]
+    ok = [_shares(bag, wanted) for bag in bags]
+    changed = True
+    while changed:
+        changed = False
+        for j in range(len(claims)):
+            if ok[j]:
                 continue
-            row = json.loads(line)
-            label = str(row.get("label", "")).upper()
-            if label not in ("SUPPORT", "CONTRADICT"):
-                continue
-            premise = " ".join(str(e) for e in row.get("evidence", []))
-            s = float(model.score(premise, str(row["claim"])))
-            (pos if label == "SUPPORT" else neg).append(s)
-            if limit is not None and len(pos) + len(neg) >= limit:
-                break
-    if not pos or not neg:
-        raise ValueError(f"{file} needs both SUPPORT and CONTRADICT rows")
-    return EntailmentReport(
-        n=len(pos) + len(neg),
-        positives=len(pos),
-        negatives=len(neg),
-        auc=_auc(pos, neg),
-        path=str(file),
-    )
+            for i in range(len(claims)):
+                if ok[i] and (docs[i] == docs[j] or subjects[j] & bags[i]
+                              or subjects[i] & bags[j]):
+                    ok[j] = changed = True
+                    break
+    return ok
+
+
+def lead_is_backed(lead: str, claims: Sequence[Claim],
+                   registry: Mapping[str, EvidenceChunk]) -> bool:
+    """Whether a writer's lead says nothing its verified claims do not.
+
+    A lead ("Yes: both are American.") is an inference, not a quote: every
+    content word of it, apart from the few words that state a verdict
+    (:func:`~reactive_rag.agent.lead_words`), must occur in the quotes of the
+    kept claims or the titles of their chunks.
+    """
+    if not claims:
+        return False
+    backed: set[str] = set()
+    for claim in claims:
+        backed |= set(content_terms(claim.quote))
+        chunk = registry.get(claim.source_id)
+        if chunk is not None and chunk.title:
+            backed |= set(content_terms(chunk.title))
+    allowed = set(content_terms(" ".join(lead_words())))
+    said = set(content_terms(lead)) - allowed
+    return bool(said) and said <= backed

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from actors.text import chunk_text
+from actors.text import CLEAN_MARKUP_VERSION, chunk_text, clean_markup
 
 from ._bm25 import Bm25
 from ._collection import Collection, EmbedderLike
@@ -24,7 +24,7 @@ from ._exceptions import CorpusError, EmbedderMismatch
 from ._layout import FORMAT_VERSION, fsync_dir, generation_dirs, switch_current
 
 __all__ = ["ChunkingConfig", "IndexReport", "Progress", "SyncMode", "build_generation",
-           "document_key", "search_text"]
+           "document_key", "document_text", "search_text"]
 
 #: ``progress(done, total, stage)``; stages: "chunk", "embed", "bm25", "hnsw", "write".
 Progress = Callable[[int, int, str], None]
@@ -69,8 +69,18 @@ def search_text(title: str, text: str) -> str:
 
 
 def document_key(doc: Document, chunking: ChunkingConfig, embedder: EmbedderLike) -> str:
-    """What decides whether a document's chunks and vectors can be reused."""
-    return f"{doc.content_hash()}|{chunking.key()}|{embedder.name}|{embedder.dim}"
+    """What decides whether a document's chunks and vectors can be reused.
+
+    The markup cleaner's version is part of it: a generation chunked from text
+    cleaned differently (or not at all) is rebuilt, never silently kept.
+    """
+    return (f"{doc.content_hash()}|{CLEAN_MARKUP_VERSION}|{chunking.key()}|{embedder.name}"
+            f"|{embedder.dim}")
+
+
+def document_text(doc: Document) -> str:
+    """The text a document's chunks are cut from: its markup cleaned, code kept as code."""
+    return clean_markup(doc.text)
 
 
 def _fsync_file(path: Path) -> None:
@@ -190,7 +200,7 @@ def build_generation(
             assert maybe_doc is not None
             doc = maybe_doc
             pieces = [c.text for c in chunk_text(
-                doc.text, target_words=chunking.target_words,
+                document_text(doc), target_words=chunking.target_words,
                 overlap_ratio=chunking.overlap_ratio, max_words=chunking.max_words,
             )]
             if not pieces and doc.title:

@@ -2,6 +2,9 @@
 
 A document is the unit of incremental re-indexing: its content hash decides
 whether its chunks and vectors can be reused from the previous generation.
+Loaders keep the source's structure (Markdown as written, HTML headings and
+``<pre>`` blocks as Markdown); the indexer cleans every document's markup the
+same way when it chunks it (``clean_markup``), whatever loader made it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from actors.text import clean_markup
 
 from ._exceptions import DocumentLoadError
 
@@ -76,6 +81,14 @@ def _html_to_text(html: str) -> tuple[str, str]:
     for tag in ("script", "style", "noscript", "nav", "header", "footer", "svg"):
         for node in tree.css(tag):
             node.decompose()
+    # Keep the structure the text loses in Markdown form, which the indexer's
+    # cleaner turns into plain text: code blocks stay code, headings stay labels.
+    for node in tree.css("pre"):
+        node.replace_with(f"\n```\n{node.text(deep=True)}\n```\n")
+    for level in range(1, 7):
+        for node in tree.css(f"h{level}"):
+            heading = " ".join(node.text(deep=True).split())
+            node.replace_with(f"\n{'#' * level} {heading}\n" if heading else "\n")
     body = tree.body if tree.body is not None else tree.root
     text = body.text(separator="\n", strip=True) if body is not None else ""
     text = re.sub(r"\n{3,}", "\n\n", text)
@@ -115,7 +128,7 @@ def load_file(path: str | Path, *, doc_id: str | None = None) -> Document:
         text = _read_text(p)
         if suffix in (".md", ".markdown"):
             m = _MD_HEADING.search(text)
-            title = m.group(1).strip() if m else ""
+            title = " ".join(clean_markup(m.group(1)).split()) if m else ""
     try:
         mtime = p.stat().st_mtime
     except OSError as exc:

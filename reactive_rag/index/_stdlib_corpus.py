@@ -3,6 +3,8 @@
 Built offline from the running interpreter's docstrings (``inspect``), so it
 exists on every fresh machine without network, and deterministically (members
 sorted by name; addresses fixed), so the second build reuses every vector.
+Docstrings are reST-flavoured text; the indexer cleans their markup like any
+other document's.
 """
 
 from __future__ import annotations
@@ -87,36 +89,78 @@ def _doc(obj: object) -> str:
     return inspect.cleandoc(doc) if isinstance(doc, str) else ""
 
 
-def _module_text(mod_name: str, module: object) -> str:
-    parts: list[str] = []
-    head = _doc(module)
-    if head:
-        parts.append(head)
-    for name, obj in _own_members(module, mod_name):
+def _public(name: str) -> bool:
+    # ``asyncio.__all__`` lists ``_enter_task`` and friends: internals, not documentation.
+    return not name.startswith("_")
+
+
+def _module_documents(mod_name: str, module: object, version: str) -> Iterator[Document]:
+    """The module overview, then one document per public function and per public class.
+
+    Titles are qualified names (``functools.lru_cache``, ``datetime.date``), so
+    every chunk carries its subject. A document is made of sections, each a
+    signature (or a property's name) as a paragraph of its own followed by its
+    docstring: a function has one, a class has its own and one per public
+    method (``datetime.date.fromisoformat(...)``), so what a sentence is about
+    can be read off the section it sits in.
+    """
+    base = f"https://docs.python.org/{version}/library/{mod_name}.html"
+    budget = _MAX_WORDS_PER_MODULE
+
+    def take(section: str) -> bool:
+        nonlocal budget
+        words = len(section.split())
+        if words > budget:  # a bounded build time: the overview and the main API A..
+            budget = 0
+            return False
+        budget -= words
+        return True
+
+    def make(doc_id: str, title: str, sections: list[str], kind: str) -> Document:
+        url = base if kind == "module" else f"{base}#{doc_id}"
+        return Document(id=doc_id, text="\n\n".join(sections), title=title, url=url,
+                        doc_type="pydoc", tags=("python", "stdlib"),
+                        metadata={"kind": kind, "module": mod_name})
+
+    members = [(n, o) for n, o in _own_members(module, mod_name) if _public(n)]
+    # Every module has its overview; without a module docstring, the names it documents.
+    head = _doc(module) or ", ".join(f"{mod_name}.{n}" for n, o in members if _doc(o))
+    if head and take(head):
+        yield make(mod_name, f"{mod_name} (Python {version} standard library)", [head], "module")
+    # Every function and every class's own docstring first, then methods while the
+    # budget lasts: the module's whole API is listed before any class is detailed.
+    sections: dict[str, list[str]] = {}
+    for name, obj in members:
         doc = _doc(obj)
-        if not doc:
+        section = f"{mod_name}.{_signature(name, obj)}\n\n{doc}"
+        sections[name] = [section] if doc and take(section) else []
+    for name, obj in members:
+        if not inspect.isclass(obj):
             continue
-        kind = "class" if inspect.isclass(obj) else "function"
-        parts.append(f"{kind} {mod_name}.{_signature(name, obj)}\n{doc}")
-        if inspect.isclass(obj):
-            for mname, member in sorted(vars(obj).items()):
-                if mname.startswith("_") or not (inspect.isroutine(member)
-                                                 or isinstance(member, property)):
-                    continue
-                mdoc = _doc(member)
-                if mdoc:
-                    parts.append(f"method {mod_name}.{name}.{mname}\n{mdoc}")
-    text = "\n\n".join(p.strip() for p in parts if p.strip())
-    words = text.split(" ")
-    if len(words) > _MAX_WORDS_PER_MODULE:
-        # Keep the beginning (module overview, the main classes A..): a bounded build time.
-        cut = " ".join(words[:_MAX_WORDS_PER_MODULE])
-        text = cut[: cut.rfind("\n\n")] if "\n\n" in cut else cut
-    return text
+        for mname, member in sorted(vars(obj).items()):
+            if budget <= 0:
+                break
+            if not _public(mname) or not (inspect.isroutine(member)
+                                          or isinstance(member, property)):
+                continue
+            mdoc = _doc(member)
+            if not mdoc:
+                continue
+            head_line = f"{mod_name}.{name}.{mname}" if isinstance(member, property) else (
+                f"{mod_name}.{name}.{_signature(mname, member)}")
+            if take(section := f"{head_line}\n\n{mdoc}"):
+                sections[name].append(section)
+    for name, obj in members:
+        if sections[name]:
+            qual = f"{mod_name}.{name}"
+            yield make(qual, qual, sections[name],
+                       "class" if inspect.isclass(obj) else "function")
 
 
 def stdlib_documents(modules: Sequence[str] = DEFAULT_STDLIB_MODULES) -> Iterator[Document]:
-    """One document per importable module, text from its docstrings and its members'.
+    """Documents of each importable module: its overview (id = the module name) and one
+    per public function and class (id and title = the qualified name; a class's
+    methods are sections of its document).
 
     Modules that cannot be imported on this interpreter are skipped.
     """
@@ -128,14 +172,4 @@ def stdlib_documents(modules: Sequence[str] = DEFAULT_STDLIB_MODULES) -> Iterato
                 module = importlib.import_module(mod_name)
         except Exception:  # an optional module missing on this build
             continue
-        text = _module_text(mod_name, module)
-        if not text:
-            continue
-        yield Document(
-            id=mod_name,
-            text=text,
-            title=f"{mod_name} (Python {version} standard library)",
-            url=f"https://docs.python.org/{version}/library/{mod_name}.html",
-            doc_type="pydoc",
-            tags=("python", "stdlib"),
-        )
+        yield from _module_documents(mod_name, module, version)

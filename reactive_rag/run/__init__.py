@@ -1,6 +1,8 @@
 """The run: a pure state machine with budgets and outcomes, and the controller hosting it."""
 
+from ._answerability import Answerability, AnswerabilityJudge, Verdict, limits_note, partial_note
 from ._budget import Budget
+from ._conflicts import conflict_claims, conflicts_for_answer, find_conflicts
 from ._controller import RunController
 from ._exceptions import IllegalTransition, RunConfigError, RunError
 from ._machine import (
@@ -18,6 +20,8 @@ from ._machine import (
 )
 
 __all__ = [
+    "Answerability",
+    "AnswerabilityJudge",
     "Budget",
     "Command",
     "EvidenceSelector",
@@ -29,9 +33,15 @@ __all__ = [
     "RunController",
     "RunError",
     "RunState",
+    "Verdict",
     "call_signature",
     "chunk_from_hit",
+    "conflict_claims",
+    "conflicts_for_answer",
     "fall_back_to_rag",
+    "find_conflicts",
     "initial_state",
+    "limits_note",
+    "partial_note",
     "step",
 ]

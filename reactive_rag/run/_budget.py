@@ -29,6 +29,7 @@ class Budget:
     finalize_s: float = 15.0  # extra time for the finalizer after the deadline
     saturation_overlap: float = 0.8  # share of a round's evidence already known
     saturation_rounds: int = 2  # consecutive saturated rounds that end searching
+    gap_rounds: int = 1  # searches for the parts of the question the evidence misses
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -7,6 +7,11 @@ events. Any situation can be built directly as a :class:`RunState` in a test.
 Tool calls decided in one model turn are queued and run one at a time; before
 each, the machine re-checks the budget, duplicates (same call id; else same
 tool and normalised arguments), the read-on limit and the arguments themselves.
+
+Before the writer is asked, an injected answerability judge says whether the
+chosen evidence covers every part of the question; the machine then writes,
+searches once more for the missing part, writes a *partial* answer that says
+what is missing, or ends with ``no_evidence``.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from actors.rerank import Credibility
 from streams import (
     ActorFailed,
+    AnswerabilityJudged,
     AnswerDrafted,
     AnswerRequested,
     AnswerVerified,
@@ -28,6 +35,7 @@ from streams import (
     BudgetTick,
     Claim,
     ClaimError,
+    Conflict,
     Event,
     EvidenceChunk,
     EvidenceRegistered,
@@ -56,7 +64,9 @@ from streams import (
     VerifyFailed,
 )
 
+from ._answerability import Answerability, AnswerabilityJudge, limits_note, partial_note
 from ._budget import Budget
+from ._conflicts import conflicts_for_answer
 from ._exceptions import IllegalTransition
 
 __all__ = [
@@ -160,7 +170,12 @@ class RunState:
     exhausted: str | None = None
     fell_back: bool = False
     outcome: Outcome | None = None
+    gap_rounds: int = 0
+    judged: Answerability | None = None
     selector: EvidenceSelector | None = field(default=None, compare=False)
+    conflicts: tuple[Conflict, ...] = ()
+    judge: AnswerabilityJudge | None = field(default=None, compare=False)
+    credibility: Credibility | None = field(default=None, compare=False)
 
     @property
     def elapsed_s(self) -> float:
@@ -178,10 +193,13 @@ def initial_state(
     budget: Budget | None = None,
     collections: Sequence[str] = (),
     selector: EvidenceSelector | None = None,
+    judge: AnswerabilityJudge | None = None,
+    credibility: Credibility | None = None,
 ) -> RunState:
     """A fresh run waiting for its ``run.started``."""
     return RunState(mode=mode, question=question, budget=budget or Budget(),
-                    collections=tuple(collections), selector=selector)
+                    collections=tuple(collections), selector=selector, judge=judge,
+                    credibility=credibility)
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -606,19 +624,67 @@ def _on_selecting(state: RunState, event: Event,
         if state.selector is not None and _selects(state):
             chosen = state.selector(state.question, ranked, [q.query for q in state.queries], k)
             ranked = [c for c in chosen if c.id in state.evidence] or ranked
-        return _write(state, tuple(c.id for c in ranked[:k]), out)
+        return _judge(state, tuple(c.id for c in ranked[:k]), out)
     if isinstance(event, RerankFailed) and event.call_id == FINAL_RERANK_ID:
         best = sorted(state.evidence.values(), key=lambda c: -(c.score or 0.0))
-        return _write(state, tuple(c.id for c in best[: state.budget.final_evidence]), out)
+        return _judge(state, tuple(c.id for c in best[: state.budget.final_evidence]), out)
     return state, out
+
+
+def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
+    """Ask the answerability judge about the chosen evidence, then act on its verdict."""
+    if state.judge is None:
+        return _write(state, ids, out)
+    chosen = [state.evidence[i] for i in ids]
+    judged = state.judge(state.question, chosen, tuple(state.evidence.values()))
+    extra = tuple(i for i in judged.extra_ids if i in state.evidence and i not in ids)
+    ids = ids + extra[: max(0, state.budget.final_evidence + 2 - len(ids))]
+    searches = _gap_searches(state, judged) if judged.verdict != "answerable" else ()
+    out.append(AnswerabilityJudged(
+        verdict=judged.verdict, answer_type=judged.answer_type, covered=judged.covered,
+        missing=judged.missing, reason=judged.reason, searches=searches))
+    state = replace(state, judged=judged)
+    if searches:
+        calls = tuple(ToolCall(id=f"gap{state.gap_rounds + 1}-{i}", tool="search",
+                               args={"query": q}) for i, q in enumerate(searches, 1))
+        state = replace(state, gap_rounds=state.gap_rounds + 1, queue=calls, phase=Phase.ACTING,
+                        round_returned=frozenset(), round_known_before=frozenset(state.evidence))
+        return _run_next(state, out)
+    if judged.verdict == "unanswerable":
+        ran_out = (f"; the {state.exhausted.replace('_', ' ')} budget ran out"
+                   if state.exhausted else "")
+        why = judged.reason or "the evidence found does not answer the question"
+        return _done(state, Finish("no_evidence", reason=f"{why}{ran_out}"), out)
+    return _write(state, ids, out)
+
+
+def _gap_searches(state: RunState, judged: Answerability) -> tuple[str, ...]:
+    """The judge's searches for the missing parts, if this run may still make them."""
+    b = state.budget
+    if (state.mode != "agent" or state.write_mode != "answer" or state.exhausted
+            or state.gap_rounds >= b.gap_rounds or state.steps >= b.max_steps
+            or state.elapsed_s >= b.wall_s):
+        return ()
+    room = b.max_tool_calls - state.tool_calls
+    fresh = [q for q in dict.fromkeys(s.strip() for s in judged.searches if s.strip())
+             if call_signature(ToolCall(id="gap", tool="search", args={"query": q}))
+             not in state.seen_signatures]
+    return tuple(fresh[: max(0, min(room, 3))])
 
 
 def _write(state: RunState, ids: tuple[str, ...], out: list[Command],
            errors: tuple[ClaimError, ...] = ()) -> _Step:
     attempt = state.write_attempt + 1
     mode: Literal["answer", "finalize", "repair"] = "repair" if errors else state.write_mode
-    out.append(AnswerRequested(mode=mode, attempt=attempt, evidence_ids=ids, errors=errors))
-    return replace(state, phase=Phase.WRITING, write_attempt=attempt, selected=ids), out
+    conflicts = state.conflicts
+    if not errors:  # disagreements among the writer's evidence are announced once
+        events, conflicts = conflicts_for_answer(state.question, state.evidence, ids,
+                                                 state.credibility)
+        out.extend(events)
+    out.append(AnswerRequested(mode=mode, attempt=attempt, evidence_ids=ids, errors=errors,
+                               conflicts=conflicts))
+    return replace(state, phase=Phase.WRITING, write_attempt=attempt, selected=ids,
+                   conflicts=conflicts), out
 
 
 def _on_writing(state: RunState, event: Event, out: list[Command]) -> _Step:
@@ -634,18 +700,33 @@ def _on_writing(state: RunState, event: Event, out: list[Command]) -> _Step:
 def _on_verifying(state: RunState, event: Event,
                   out: list[Command]) -> _Step:
     if isinstance(event, AnswerVerified) and event.attempt == state.write_attempt:
-        finalized = state.write_mode == "finalize"
-        outcome: Outcome = "answered_from_evidence" if finalized else "answered"
-        reason = (f"the {state.exhausted.replace('_', ' ')} budget ran out; answered from the "
-                  "evidence gathered") if finalized and state.exhausted else ""
-        return _done(state, Finish(outcome, reason=reason, answer=event.text,
-                                   claims=event.claims), out)
+        return _done(state, _answered(state, event), out)
     if isinstance(event, VerifyFailed) and event.attempt == state.write_attempt:
         return _after_bad_draft(state, event.errors, out)
     if isinstance(event, ActorFailed) and event.request_type == "answer.drafted":
         return _after_bad_draft(state, (ClaimError(index=-1, source_id="", reason=(
             f"verifier failed: {event.error.kind}: {event.error.message}")),), out)
     return state, out
+
+
+def _answered(state: RunState, verified: AnswerVerified) -> Finish:
+    """The terminal claim for a verified draft; limits and gaps are said in the text too."""
+    finalized = state.write_mode == "finalize"
+    notes: list[str] = []
+    outcome: Outcome = "answered_from_evidence" if finalized else "answered"
+    reason = ""
+    if state.judged is not None and state.judged.verdict == "partial":
+        outcome = "partial"
+        notes.append(partial_note(state.judged))
+        reason = "partial answer: " + (state.judged.reason or "part of the question is not covered")
+    if finalized:
+        notes.append(limits_note(state.exhausted))
+        if state.exhausted:
+            limit = (f"the {state.exhausted.replace('_', ' ')} budget ran out; answered from the "
+                     "evidence gathered")
+            reason = f"{reason}; {limit}" if reason else limit
+    answer = "\n\n".join([verified.text, *notes]) if notes else verified.text
+    return Finish(outcome, reason=reason, answer=answer, claims=verified.claims)
 
 
 def _after_bad_draft(state: RunState, errors: tuple[ClaimError, ...],

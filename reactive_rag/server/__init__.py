@@ -16,7 +16,13 @@ from ._app import (
     request_tenant,
 )
 from ._auth import Authenticator, Tenant, hash_token
-from ._config import DEFAULT_TENANT, ServerConfig, TenantConfig, default_store_path
+from ._config import (
+    DEFAULT_TENANT,
+    EntailmentConfig,
+    ServerConfig,
+    TenantConfig,
+    default_store_path,
+)
 from ._exceptions import ConfigError, Problem, RateLimited, ServerError
 from ._feed import EventFeed, FeedStats
 from ._openapi import openapi_document
@@ -34,6 +40,7 @@ __all__ = [
     "ActiveRun",
     "Authenticator",
     "ConfigError",
+    "EntailmentConfig",
     "EventFeed",
     "FeedStats",
     "Problem",

@@ -13,6 +13,7 @@ import contextlib
 import importlib
 import json
 import logging
+import os
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any, cast
@@ -22,9 +23,11 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_request import BaseRequest
 from pydantic import ValidationError
 
+from actors.models import OpenAIChatClient
 from streams import Event, RunFinished, RunStarted
 
 from .._engine import Engine, RunResult
+from ..agent import ChatEntailment
 from ..index import STDLIB_COLLECTION, CorpusIndex
 from ..store import RunRecord, RunStore, SqliteRunStore
 from ._auth import Authenticator, Tenant
@@ -381,7 +384,11 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
             log.warning("marked %d run(s) left unfinished by a crash as interrupted",
                         len(interrupted))
         own_engine = engine is None
-        run_engine = engine if engine is not None else Engine(CorpusIndex(config.index_root))
+        judge = _entailment_client(config) if own_engine else None
+        run_engine = engine if engine is not None else Engine(
+            CorpusIndex(config.index_root),
+            entailment=ChatEntailment(judge, timeout_s=config.entailment.timeout_s)
+            if judge is not None and config.entailment is not None else None)
         manager = RunManager(run_engine, run_store)
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
@@ -408,9 +415,20 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
             await manager.aclose()
             if own_engine:
                 await run_engine.aclose()
+            if judge is not None:
+                await judge.aclose()
             await run_store.close()
 
     return ctx
+
+
+def _entailment_client(config: ServerConfig) -> OpenAIChatClient | None:
+    """The chat client of the ``[entailment]`` judge, if one is configured."""
+    judged = config.entailment
+    if judged is None:
+        return None
+    return OpenAIChatClient(judged.url, model=judged.model,
+                            api_key=os.environ.get(judged.api_key_env) or None)
 
 
 async def _close_websockets(app: web.Application) -> None:

@@ -12,6 +12,10 @@ Loaded from a TOML file and overridden by environment variables::
     max_concurrent_runs = 4
     runs_per_minute = 30
 
+    [entailment]                               # optional: a chat model judging citations
+    url = "http://127.0.0.1:8000/v1"
+    model = "judge"
+
 Tokens are stored only as SHA-256 digests. With no tenant configured the
 server runs one ``default`` tenant without authentication and listens on
 127.0.0.1 only, whatever ``host`` says: an open server must not be reachable
@@ -31,7 +35,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ._exceptions import ConfigError
 
-__all__ = ["DEFAULT_TENANT", "ServerConfig", "TenantConfig", "default_store_path"]
+__all__ = [
+    "DEFAULT_TENANT",
+    "EntailmentConfig",
+    "ServerConfig",
+    "TenantConfig",
+    "default_store_path",
+]
 
 DEFAULT_TENANT = "default"
 ALL_COLLECTIONS = "*"
@@ -73,6 +83,19 @@ class TenantConfig(BaseModel):
         return ALL_COLLECTIONS in self.collections or collection in self.collections
 
 
+class EntailmentConfig(BaseModel):
+    """An OpenAI-compatible chat model that must also judge each claim's quote entails it."""
+
+    model_config = _STRICT
+
+    url: str = Field(min_length=1)
+    """Server root, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str = "default"
+    api_key_env: str = "REACTIVE_RAG_ENTAILMENT_API_KEY"
+    """Environment variable holding the API key (the key never goes in the file)."""
+    timeout_s: float = Field(default=20.0, gt=0)
+
+
 class ServerConfig(BaseModel):
     """Everything ``reactive-rag serve`` needs.
 
@@ -91,6 +114,8 @@ class ServerConfig(BaseModel):
         sse_buffer: events buffered per SSE/WebSocket client before the overflow policy applies.
         keepalive_s: idle time before an SSE comment keeps the connection open.
         write_timeout_s: a client that cannot take one write in this time is detached.
+        entailment: a chat model judging every kept claim on top of the offline
+            checks (``[entailment]`` table: ``url``, ``model``); none by default.
     """
 
     model_config = _STRICT
@@ -107,6 +132,7 @@ class ServerConfig(BaseModel):
     sse_buffer: int = Field(default=256, ge=1)
     keepalive_s: float = Field(default=15.0, gt=0)
     write_timeout_s: float = Field(default=10.0, gt=0)
+    entailment: EntailmentConfig | None = None
 
     @field_validator("tenants")
     @classmethod

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any
+from typing import Any, get_args
+
+from streams import Outcome
 
 from ._models import RunRequest
 from ._problems import PROBLEM_CODES
@@ -64,7 +66,10 @@ def _base_document() -> dict[str, Any]:
         "properties": {
             "run_id": {"type": "string"},
             "status": {"enum": ["running", "finished", "interrupted"]},
-            "outcome": {"type": ["string", "null"]},
+            "outcome": {"enum": [*get_args(Outcome), None],
+                        "description": "how the run ended (null while it runs); `partial`: "
+                                       "the answer covers only part of the question and says "
+                                       "what is missing"},
             "question": {"type": "string"},
             "mode": {"type": "string"},
             "created": {"type": "number", "description": "Unix seconds"},

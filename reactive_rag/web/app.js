@@ -9,6 +9,7 @@
 const OUTCOMES = {
   answered: ["Answered", "every claim was verified against its source"],
   answered_from_evidence: ["Answered from evidence", "the budget ran out; answered from the evidence gathered"],
+  partial: ["Partial answer", "the evidence covers only part of the question; the answer says what is missing"],
   no_evidence: ["No evidence", "nothing relevant was found"],
   degraded: ["Degraded", "evidence was found but no answer passed verification"],
   cancelled: ["Cancelled", "the run was cancelled"],
@@ -242,6 +243,8 @@ function summary(ev) {
     case "budget.exhausted": return `${ev.resource} (${ev.used}/${ev.limit})`;
     case "loop.detected": return `${ev.kind}: ${ev.detail || ev.query}`;
     case "tool.rejected": return `${ev.tool}: ${ev.reason}`;
+    case "answerability.judged": return `${ev.verdict} (${ev.answer_type})${n(ev.missing) ? `, missing: ${ev.missing.join(", ")}` : ""}${n(ev.searches) ? ` → searching ${ev.searches.map((q) => `“${q}”`).join(", ")}` : ""}`;
+    case "conflict.detected": return `sources disagree on ${ev.attribute} of ${ev.subject}: ${(ev.sides || []).map((s, i) => `${s.value} (${s.title || s.chunk_id}, credibility ${s.credibility}${i === ev.preferred ? ", preferred" : ""})`).join(" vs ")}`;
     case "answer.requested": return `${ev.mode}, attempt ${ev.attempt}, ${n(ev.evidence_ids)} passages`;
     case "answer.delta": return ev.text;
     case "answer.drafted": return `${n(ev.claims)} claims`;
@@ -383,7 +386,7 @@ function finish(st, ev) {
   outcome.title = why;
   document.body.dataset.outcome = ev.outcome;
   const answered = ev.outcome === "answered" || ev.outcome === "answered_from_evidence";
-  $("answer-state").textContent = answered ? "(verified)" : "";
+  $("answer-state").textContent = answered ? "(verified)" : ev.outcome === "partial" ? "(verified, partial)" : "";
   const claims = ev.claims || [];
   if (ev.answer) $("answer").replaceChildren(renderAnswer(ev.answer, claims));
   else $("answer").replaceChildren(el("p", { class: "muted" }, `No answer: ${why}.`));

@@ -148,11 +148,24 @@ class GreedyPlanner:
 
 async def test_tool_budget_running_out_answers_from_evidence(index: CorpusIndex) -> None:
     engine = Engine(index, planner=GreedyPlanner)
-    result = await engine.ask("Who founded the company where aspirin was first isolated?",
+    result = await engine.ask("Who first isolated aspirin?",
                               collections=["demo"], budget={"max_tool_calls": 1})
     assert result.outcome == "answered_from_evidence", result.reason
     assert result.count("search.requested") == 1
     assert any(e.type == "budget.exhausted" for e in result.events)
+    # the answer says in its text that it was cut short, not only in its outcome
+    assert "budget ran out" in result.answer and "may be incomplete" in result.answer
+
+
+async def test_budget_out_with_evidence_that_does_not_answer_ends_no_evidence(
+        index: CorpusIndex) -> None:
+    engine = Engine(index, planner=GreedyPlanner)
+    result = await engine.ask("Who founded the company where aspirin was first isolated?",
+                              collections=["demo"], budget={"max_tool_calls": 1})
+    # one search found the aspirin passage, which names no founder: no answer is invented
+    assert result.outcome == "no_evidence", result.answer
+    assert "tool calls budget ran out" in result.reason
+    assert result.answer == "" and not result.citations
 
 
 async def test_deadline_with_nothing_found_ends_no_evidence(index: CorpusIndex) -> None:

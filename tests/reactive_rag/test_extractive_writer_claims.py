@@ -193,3 +193,215 @@ async def test_arbitrary_unicode_evidence_still_verifies(texts: list[str], quest
         assert claim.quote in next(c.text for c in evidence if c.id == claim.source_id)
     result = verify(draft.claims, {c.id: c for c in evidence})
     assert not result.errors, result.errors
+
+
+# --- readable answers: subject first, prose only, no internals, no repeats -----------------
+
+MEMO = EvidenceChunk(
+    id="memo",
+    title="memo.remember",
+    text=(
+        "memo.remember(func, /, *, size=128)\n\n"
+        "Decorator that memoizes the results of a function in a bounded store.\n\n"
+        "If size is None, the store grows without bound.\n\n"
+        "    @memo.remember(size=32)\n"
+        "    def fetch(key):  # Memoizes function results. Calls it once.\n"
+        "        return load(key)\n\n"
+        "Arguments to the memoized function must be hashable."
+    ),
+)
+ACCUMULATE = EvidenceChunk(
+    id="acc",
+    title="series.accumulate",
+    text=(
+        "series.accumulate(iterable, func=None)\n\n"
+        "Return series of accumulated sums (or other binary function results)."
+    ),
+)
+
+
+def _shape_ok(quote: str) -> bool:
+    from actors.text import looks_like_code
+
+    flat = " ".join(quote.split())
+    return not (looks_like_code(quote) or flat.endswith(":") or "|" in flat or "<" in flat
+                or flat.startswith("#") or "```" in flat or "(" in flat.split()[0])
+
+
+async def test_how_to_answer_leads_with_the_api_named_by_its_title() -> None:
+    draft = await ExtractiveWriter(max_claims=3, min_gain=0.15).write(
+        "How do I memoize function results?", [ACCUMULATE, MEMO], mode="answer"
+    )
+    lead = draft.claims[0]
+    assert lead.source_id == "memo"
+    assert lead.quote == "Decorator that memoizes the results of a function in a bounded store."
+    assert lead.statement == f"memo.remember: {lead.quote}"
+    assert draft.text.startswith("memo.remember: Decorator")
+    assert verify(draft.claims, {c.id: c for c in (MEMO, ACCUMULATE)}).passed
+
+
+async def test_code_blocks_signatures_headings_and_markup_are_never_claims() -> None:
+    web_page = EvidenceChunk(  # not cleaned by the indexer: raw markup must not be quoted
+        id="web",
+        title="Memoizing results",
+        text=(
+            "## Memoize function results\n\n"
+            "<div class=\"note\">Memoize function results with care.</div>\n\n"
+            "| memoize | function | results |\n\n"
+            "```\nresults = memoize(function)  # Memoize function results.\n```\n\n"
+            "To memoize function results, the recipe is:"
+        ),
+    )
+    draft = await ExtractiveWriter(max_claims=4, min_gain=-1.0).write(
+        "How do I memoize function results?", [MEMO, web_page], mode="answer"
+    )
+    assert draft.claims
+    for claim in draft.claims:
+        assert _shape_ok(claim.quote), claim.quote
+        assert "def fetch" not in claim.quote and "memo.remember(" not in claim.quote
+
+
+async def test_a_sentence_without_its_subject_gets_the_title_in_front() -> None:
+    draft = await ExtractiveWriter(max_claims=4, min_gain=-1.0).write(
+        "Who does Buddy Hield play for, and where was he born?", [HIELD], mode="answer"
+    )
+    by_quote = {c.quote: c.statement for c in draft.claims}
+    plays = next(q for q in by_quote if "Sacramento Kings" in q)
+    assert plays.startswith("He plays") and by_quote[plays] == f"Buddy Hield: {plays}"
+    named = next((q for q in by_quote if q.startswith("Chavano")), None)
+    if named is not None:
+        assert by_quote[named] == named  # already says whom it is about
+    began = await ExtractiveWriter(max_claims=4, min_gain=-1.0).write(
+        "When did the 2015 Diamond Head Classic tournament begin?", [DIAMOND], mode="answer"
+    )
+    statements = {c.quote: c.statement for c in began.claims}
+    # Lacks the title's entity (a shared year is not the entity): the title goes in front.
+    assert statements["The tournament began on December 22, 2015."] == (
+        "2015 Diamond Head Classic: The tournament began on December 22, 2015."
+    )
+    first = next(q for q in statements if q.startswith("The 2015 Diamond Head Classic"))
+    assert statements[first] == first
+
+
+async def test_a_method_section_names_its_own_subject() -> None:
+    circle = EvidenceChunk(
+        id="circle",
+        title="shapes.Circle",
+        text=(
+            "shapes.Circle(radius)\n\nA round shape.\n\n"
+            "shapes.Circle.area(self)\n\nReturn the area covered by the circle.\n\n"
+            "shapes.Circle.from_text(...)\n\nstr -> Construct a circle from its text form."
+        ),
+    )
+    writer = ExtractiveWriter(max_claims=1)
+    area = (await writer.write("How do I get the area of a circle?", [circle])).claims[0]
+    assert area.statement == "shapes.Circle.area: Return the area covered by the circle."
+    parsed = (await writer.write("How do I construct a circle from text?", [circle])).claims[0]
+    assert parsed.quote == "str -> Construct a circle from its text form."
+    assert parsed.statement == "shapes.Circle.from_text: Construct a circle from its text form."
+
+
+async def test_private_names_are_not_answers_unless_the_question_names_them() -> None:
+    private = EvidenceChunk(
+        id="priv", title="tasks._enter_task",
+        text="tasks._enter_task(loop, task)\n\nEnter into task execution or resume a task.",
+    )
+    public = EvidenceChunk(
+        id="pub", title="tasks.Runner",
+        text=(
+            "tasks.Runner(debug=None)\n\nA context manager that runs a task to completion.\n\n"
+            "tasks.Runner._lazy_init(self)\n\nEnter the task loop lazily and resume the task."
+        ),
+    )
+    draft = await ExtractiveWriter(max_claims=4, min_gain=-1.0).write(
+        "How do I enter and resume a task?", [private, public], mode="answer"
+    )
+    assert draft.claims and all(c.source_id == "pub" for c in draft.claims)
+    assert all("lazily" not in c.quote for c in draft.claims)
+    asked = await ExtractiveWriter(max_claims=1).write(
+        "What does _enter_task do?", [private, public], mode="answer"
+    )
+    assert asked.claims[0].source_id == "priv"
+
+
+async def test_the_same_text_under_two_titles_is_one_claim() -> None:
+    twins = [
+        EvidenceChunk(id="a", title="loops.get_running_loop",
+                      text="Return the running event loop of this thread."),
+        EvidenceChunk(id="b", title="loops.current_loop",
+                      text="Return the running event loop of this thread or nothing."),
+        EvidenceChunk(id="c", title="The running event loop",
+                      text="The running event loop.\n\nEach thread runs one event loop."),
+    ]
+    draft = await ExtractiveWriter(max_claims=4, min_gain=-1.0).write(
+        "How do I get the running event loop of this thread?", twins, mode="answer"
+    )
+    quotes = [c.quote for c in draft.claims]
+    assert sum("Return the running event loop" in q for q in quotes) == 1
+    assert "The running event loop." not in quotes  # repeats its own title (the citation)
+
+
+_title = st.sampled_from(["T", "Buddy Hield", "pkg.mod.fn", "Winner (band)", "pkg._private"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.lists(_sentence, min_size=1, max_size=5), min_size=1, max_size=4),
+    titles=st.lists(_title, min_size=4, max_size=4),
+    question=st.sampled_from(["When was the tower built?", "How do I build a bridge?", "x"]),
+)
+async def test_statements_add_no_word_beyond_the_quote_and_the_title(
+    texts: list[list[str]], titles: list[str], question: str
+) -> None:
+    from actors.text import tokenize
+
+    evidence = [
+        EvidenceChunk(id=f"c{i}", text="  ".join(sents), title=titles[i])
+        for i, sents in enumerate(texts)
+    ]
+    draft = await ExtractiveWriter().write(question, evidence, mode="answer")
+    registry = {c.id: c for c in evidence}
+    for claim in draft.claims:
+        allowed = set(tokenize(claim.quote)) | set(tokenize(registry[claim.source_id].title))
+        assert set(tokenize(claim.statement)) <= allowed, claim
+    if draft.claims:
+        assert not verify(draft.claims, registry).errors
+
+
+async def test_a_question_naming_an_api_leads_with_what_its_docs_say_first() -> None:
+    merge = EvidenceChunk(
+        id="merge",
+        title="streams.merge_all",
+        text=(
+            "streams.merge_all(*sources, ordered=False)\n\n"
+            "Return one stream with the items of the given sources.\n\n"
+            "If ordered is True, merge_all keeps the order of the sources and merge_all "
+            "waits for slow ones."
+        ),
+    )
+    draft = await ExtractiveWriter(max_claims=2).write(
+        "What does streams.merge_all do?", [merge], mode="answer"
+    )
+    assert draft.claims[0].statement == (
+        "streams.merge_all: Return one stream with the items of the given sources."
+    )
+
+
+async def test_table_rows_run_ons_and_code_after_a_colon_are_not_claims() -> None:
+    table = EvidenceChunk(
+        id="tbl",
+        title="widgets (toolkit)",
+        text=(
+            "spin Turn the widget around its axis.\n\n"
+            "build(...): Make a widget from its parts.\n\n"
+            "Equivalent to: sorted(widgets, key=size)[:n]\n\n"
+            + " ".join(["Each widget part turns and the widget spins"] * 12) + ".\n\n"
+            "A widget spins when its parts turn around its axis."
+        ),
+    )
+    draft = await ExtractiveWriter(max_claims=4, min_gain=-1.0).write(
+        "How do I make a widget spin around its axis?", [table], mode="answer"
+    )
+    assert [c.quote for c in draft.claims] == [
+        "A widget spins when its parts turn around its axis."
+    ]

@@ -114,7 +114,9 @@ def test_stdlib_corpus_answers_known_queries(tmp_path: Path) -> None:
             ("copy a directory tree recursively", "shutil"),
             ("priority queue with a heap", "heapq"),
         ]:
-            assert idx.search(query, collection="stdlib", k=1)[0].chunk.doc_id == gold, query
+            # A module's overview or one of its members (json, json.dumps).
+            top = idx.search(query, collection="stdlib", k=1)[0].chunk.doc_id
+            assert top == gold or top.startswith(f"{gold}."), query
 
 
 def _run(argv: list[str]) -> int:
@@ -169,3 +171,64 @@ def test_chunking_config_is_part_of_the_reuse_key(tmp_path: Path) -> None:
     small = ChunkingConfig(target_words=60, overlap_ratio=0.1, max_words=100)
     report = CorpusIndex(tmp_path, emb, chunking=small).index_documents("c", docs)
     assert report.chunks > n and report.embedded_chunks == report.chunks
+
+
+def _chunk_texts(idx: CorpusIndex, name: str) -> dict[str, str]:
+    with idx.open(name) as coll:
+        return {coll.chunk_at(r).doc_id: coll.text_at(r) for r in range(len(coll))}
+
+
+def test_markup_is_cleaned_when_indexed_whatever_the_loader(tmp_path: Path) -> None:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "guide.md").write_text(
+        "<!-- YAML\nadded: v1\n-->\n# Kayak Guide\n\nPaddle **hard** with a [sweep](s.html) "
+        "stroke.\n\n```python\nstroke = sweep(2)  # Turns. Slowly.\n```\n"
+    )
+    (root / "page.html").write_text(
+        "<html><head><title>Ferns</title></head><body><h2>Spores</h2><!-- note -->"
+        "<p>Ferns <em>reproduce</em> with spores.</p><pre>count = 3\nprint(count)</pre>"
+        "</body></html>"
+    )
+    (root / "notes.txt").write_text("Plain *notes* about rye flour.\n\n* a bullet item here")
+    docs = list(load_folder(root))
+    docs.append(next(iter(stdlib_documents(["heapq"]))))
+    with CorpusIndex(tmp_path / "idx", CountingEmbedder()) as idx:
+        idx.index_documents("mine", docs)
+        texts = _chunk_texts(idx, "mine")
+    for text in texts.values():
+        for marker in ("<!--", "**", "```", "<em>", "<pre>", "[sweep]", "# Kayak", "\n* "):
+            assert marker not in text, (marker, text)
+    assert "Paddle hard with a sweep stroke." in texts["guide.md"]
+    assert "\n\n    stroke = sweep(2)  # Turns. Slowly." in texts["guide.md"]  # still code
+    assert texts["page.html"].startswith("Spores:\n\nFerns reproduce with spores.")
+    assert "    count = 3\n    print(count)" in texts["page.html"]
+    assert "Plain notes about rye flour.\n\na bullet item here" in texts["notes.txt"]
+
+
+def test_an_index_built_by_another_cleaner_is_rebuilt_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reactive_rag.index import _builder
+
+    docs = list(stdlib_documents(["heapq"]))
+    emb = CountingEmbedder()
+    with monkeypatch.context() as m:
+        m.setattr(_builder, "CLEAN_MARKUP_VERSION", "markup-0")  # text cleaned the old way
+        CorpusIndex(tmp_path, emb).index_documents("c", docs)
+    with CorpusIndex(tmp_path, emb) as idx:
+        report = idx.ensure("c", docs)
+        assert report is not None and report.updated == len(docs) and report.unchanged == 0
+        assert idx.ensure("c", docs) is None  # and then it is current
+
+
+def test_stdlib_members_are_titled_by_their_api_name_and_private_ones_skipped() -> None:
+    docs = {d.id: d for d in stdlib_documents(["asyncio", "queue"])}
+    assert not [i for i in docs if any(p.startswith("_") for p in i.split("."))]
+    run = docs["asyncio.run"]
+    assert run.title == "asyncio.run" and run.url.endswith("/library/asyncio.html#asyncio.run")
+    assert run.text.startswith("asyncio.run(") and "\n\n" in run.text  # signature paragraph
+    assert docs["asyncio.Task"].text.startswith("asyncio.Task(")  # every class is listed
+    fifo = docs["queue.Queue"]  # a class holds its methods as sections
+    assert "\n\nqueue.Queue.get(" in fifo.text and "queue.Queue.get" not in docs
+    assert docs["asyncio"].title.startswith("asyncio (Python ")

@@ -21,9 +21,11 @@ def test_minilm_dense_search_finds_modules_by_meaning(tmp_path: Path) -> None:
             ("always pop the smallest item first, like a priority queue", "heapq"),
             ("read options given on the command line", "argparse"),
         ]:
+            # The module's overview or one of its members ("heapq" or "heapq.heappop").
             top = idx.search(query, collection="stdlib", k=1, mode="dense")[0]
-            assert top.chunk.doc_id == gold, (query, top.chunk.id)
-            assert idx.search(query, collection="stdlib", k=1)[0].chunk.doc_id == gold
+            assert top.chunk.doc_id.split(".")[0] == gold, (query, top.chunk.id)
+            hybrid = idx.search(query, collection="stdlib", k=1)[0].chunk.doc_id
+            assert hybrid.split(".")[0] == gold, (query, hybrid)
         # A second build of the same corpus embeds nothing (reuse + cache).
         misses = emb.misses
         report = idx.index_documents("stdlib", stdlib_documents(["argparse", "sqlite3", "heapq"]))

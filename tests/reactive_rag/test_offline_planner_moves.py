@@ -429,3 +429,38 @@ def test_any_input_gives_a_valid_decision(question: str, texts: list[str], rnd: 
         else:
             assert call.args["chunk_id"] in {c.id for c in evidence}
     assert len(select_evidence(question, evidence, k=3)) == min(3, len(evidence))
+
+
+# --- bridges come from prose, never from code ----------------------------------------------
+
+POOL_DOCS = EvidenceChunk(
+    id="pool",
+    title="workers.Pool",
+    score=5.0,
+    text=(
+        "workers.Pool(processes=None, initializer=None)\n\n"
+        "Return a pool of worker processes. If None, the pool of worker processes uses "
+        "os.cpu_count() processes. See https://en.wikipedia.org/wiki/Thread_pool_pattern "
+        "for the worker pool design. Raises TimeoutError when the pool of worker processes "
+        "times out, and Returns a Future for each pool job. The worker pool design follows "
+        "the notes of Ada Lovelace.\n\n"
+        "    pool = workers.Pool(4)  # Start Worker Pool. Each Process Waits.\n"
+        "    pool.map(Task_Runner, jobs)"
+    ),
+)
+POOL_Q = "Which scientist wrote the notes that the design of the worker process pool follows?"
+
+
+async def test_bridges_are_prose_names_not_identifiers_keywords_or_code() -> None:
+    view = _view(
+        POOL_Q,
+        round=2,
+        evidence=[POOL_DOCS, EvidenceChunk(id="fut", title="workers.Future", text="A job result.")],
+        queries=[QueryRecord(POOL_Q, hits=1, new_evidence=1)],
+    )
+    queries = _queries(await OfflinePlanner(bridges_per_round=4).decide(view))
+    assert any(q.startswith("Ada Lovelace") for q in queries)  # a prose name still bridges
+    searched = " ".join(queries)
+    for code in ("None", "Return", "Raises", "TimeoutError", "Future", "Thread_pool",
+                 "Thread", "cpu_count", "os.", "https", "Task_Runner", "Worker Pool", "Process"):
+        assert code not in searched, (code, queries)

@@ -1,10 +1,11 @@
-"""The verifier drops every claim whose citation does not hold, and says why."""
+"""The verifier drops every claim whose citation does not hold, and says why.
+
+These tests are about the registry and quote checks; most claims here state
+their quote (so the statement-support check passes them whatever the quote).
+The support and relevance checks have their own tests in test_support_check.py.
+"""
 
 from __future__ import annotations
-
-import json
-import os
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +13,6 @@ from hypothesis import strategies as st
 
 from reactive_rag.agent import (
     VerifyPolicy,
-    evaluate_entailment,
     match_quote,
     normalize_text,
     verify,
@@ -37,8 +37,11 @@ REGISTRY = {
 }
 
 
-def _one(quote: str, source_id: str = "c1", statement: str = "A statement.") -> str | None:
-    result = verify([Claim(statement=statement, source_id=source_id, quote=quote)], REGISTRY)
+def _one(quote: str, source_id: str = "c1", statement: str | None = None) -> str | None:
+    # The statement defaults to the quote itself: only the quote checks can fail.
+    claim = Claim(statement=quote if statement is None else statement, source_id=source_id,
+                  quote=quote)
+    result = verify([claim], REGISTRY)
     return None if result.kept else result.errors[0].reason
 
 
@@ -75,7 +78,8 @@ def test_an_elided_quote_passes_when_every_part_occurs_in_order(quote: str) -> N
 
 def test_an_ellipsis_that_is_in_the_source_is_just_text() -> None:
     chunk = EvidenceChunk(id="o", text='Their second album, "Open Up and Say... Ahh!", sold well.')
-    claim = Claim(statement="s", source_id="o", quote='second album, "Open Up and Say... Ahh!')
+    claim = Claim(statement='Their second album was "Open Up and Say... Ahh!"', source_id="o",
+                  quote='second album, "Open Up and Say... Ahh!')
     assert verify([claim], {"o": chunk}).kept == [claim]
 
 
@@ -145,9 +149,10 @@ def test_a_dropped_contracted_negation_fails() -> None:
     chunk = EvidenceChunk(
         id="k", text="Since the trade in 2019 he doesn't play for the Sacramento Kings anymore."
     )
-    ok = Claim(statement="s", source_id="k", quote="he doesn\u2019t play for the Sacramento Kings")
+    ok = Claim(statement="He doesn't play for the Sacramento Kings.", source_id="k",
+               quote="he doesn\u2019t play for the Sacramento Kings")
     bad = Claim(
-        statement="s",
+        statement="Since 2019 he plays for the Sacramento Kings.",
         source_id="k",
         quote="Since the trade in 2019 he does play for the Sacramento Kings",
     )
@@ -158,7 +163,7 @@ def test_a_dropped_contracted_negation_fails() -> None:
 
 @pytest.mark.parametrize("quote", ["", "   ", "\u201c\u201d", "..."])
 def test_empty_quote_is_dropped(quote: str) -> None:
-    assert _one(quote) == "empty quote"
+    assert _one(quote, statement="A statement.") == "empty quote"
 
 
 def test_too_short_quote_is_dropped_unless_it_is_the_whole_short_chunk() -> None:
@@ -178,7 +183,7 @@ def test_errors_keep_claim_indices_and_kept_claims_keep_order() -> None:
         Claim(statement="s2", source_id="c2", quote="He plays for the Sacramento Kings"),
         Claim(statement="s3", source_id="zz", quote="He plays for the Sacramento Kings"),
     ]
-    result = verify(claims, REGISTRY)
+    result = verify(claims, REGISTRY, support_threshold=0.0)  # placeholder statements
     assert [c.statement for c in result.kept] == ["s0", "s2"]
     assert result.kept_indices == (0, 2)
     assert [(e.index, e.source_id) for e in result.errors] == [(1, "c1"), (3, "zz")]
@@ -187,8 +192,10 @@ def test_errors_keep_claim_indices_and_kept_claims_keep_order() -> None:
 
 
 def test_policy_fails_a_draft_that_loses_more_than_half() -> None:
-    good = Claim(statement="s", source_id="c2", quote="He plays for the Sacramento Kings")
-    bad = Claim(statement="s", source_id="c2", quote="he coaches the Boston Celtics since 1990")
+    good = Claim(statement="He plays for the Sacramento Kings.", source_id="c2",
+                 quote="He plays for the Sacramento Kings")
+    bad = Claim(statement="He coaches the Boston Celtics.", source_id="c2",
+                quote="he coaches the Boston Celtics since 1990")
     assert not verify([good, bad, bad], REGISTRY).passed
     assert not verify([bad], REGISTRY).passed
     assert not verify([], REGISTRY).passed
@@ -201,7 +208,7 @@ def test_threshold_is_configurable_and_validated() -> None:
     quote = "It was designed by the firm of Gustave Eiffel and completed in 1889"
     assert _one(quote) is None
     strict = verify(
-        [Claim(statement="s", source_id="c1", quote=quote)], REGISTRY, fuzzy_threshold=1.0
+        [Claim(statement=quote, source_id="c1", quote=quote)], REGISTRY, fuzzy_threshold=1.0
     )
     assert not strict.kept
     with pytest.raises(ValueError):
@@ -221,10 +228,14 @@ def test_entailment_model_rejects_an_unsupported_statement() -> None:
     quote = "He plays for the Sacramento Kings"
     ok = Claim(statement="Hield plays for the Sacramento Kings.", source_id="c2", quote=quote)
     bad = Claim(statement="Hield was born in the Bahamas in 1992.", source_id="c2", quote=quote)
-    result = verify([ok, bad], REGISTRY, entailment=_Overlap(), entailment_threshold=0.6)
+    result = verify([ok, bad], REGISTRY, entailment=_Overlap(), entailment_threshold=0.6,
+                    support_threshold=0.0)  # the model alone judges here
     assert result.kept == [ok]
     assert "does not support" in result.errors[0].reason
-    assert verify([bad], REGISTRY).kept == [bad]  # no model: quote checks only
+    # no model: the offline checks only (the statement's 1992 and Bahamas are not in the
+    # quote, so the support check drops it too once it is on)
+    assert verify([bad], REGISTRY, support_threshold=0.0).kept == [bad]
+    assert not verify([bad], REGISTRY).kept
 
 
 def test_normalize_text_canonicalises_unicode() -> None:
@@ -251,49 +262,7 @@ def test_any_exact_substring_of_five_or_more_words_passes(data: st.DataObject) -
 @settings(max_examples=100, deadline=None)
 @given(st.text(min_size=1, max_size=60))
 def test_random_text_never_crashes_and_rarely_passes(quote: str) -> None:
-    result = verify([Claim(statement="s", source_id="c1", quote=quote)], REGISTRY)
+    result = verify([Claim(statement=quote, source_id="c1", quote=quote)], REGISTRY)
     assert len(result.kept) + len(result.errors) == 1
     if result.kept:
         assert match_quote(quote, EIFFEL).ok
-
-
-# --- entailment evaluation ---------------------------------------------------------
-
-
-def test_evaluate_entailment_measures_auc(tmp_path: Path) -> None:
-    rows = [
-        {"claim": "cats purr loudly", "label": "SUPPORT", "evidence": ["cats purr loudly indeed"]},
-        {"claim": "dogs bark", "label": "SUPPORT", "evidence": ["dogs bark at night"]},
-        {"claim": "fish fly high", "label": "CONTRADICT", "evidence": ["fish swim deep"]},
-        {"claim": "x", "label": "NOINFO", "evidence": ["ignored"]},
-    ]
-    path = tmp_path / "nli.jsonl"
-    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
-    report = evaluate_entailment(_Overlap(), path)
-    assert (report.n, report.positives, report.negatives) == (3, 2, 1)
-    assert report.auc == 1.0
-
-
-def test_evaluate_entailment_missing_or_one_sided_data(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
-        evaluate_entailment(_Overlap(), tmp_path / "absent.jsonl")
-    one = tmp_path / "one.jsonl"
-    one.write_text(json.dumps({"claim": "a", "label": "SUPPORT", "evidence": ["a"]}))
-    with pytest.raises(ValueError):
-        evaluate_entailment(_Overlap(), one)
-
-
-_SCIFACT = (
-    Path(
-        os.environ.get("REACTIVE_RAG_DATA")
-        or Path(__file__).resolve().parents[3] / "shared" / "data"
-    )
-    / "scifact_claim_evidence_nli.jsonl"
-)
-
-
-@pytest.mark.skipif(not _SCIFACT.is_file(), reason="shared SciFact NLI data not present")
-def test_evaluate_entailment_on_the_shared_scifact_file() -> None:
-    report = evaluate_entailment(_Overlap(), limit=300)
-    assert report.n == 300 and report.positives > 0 and report.negatives > 0
-    assert 0.0 <= report.auc <= 1.0

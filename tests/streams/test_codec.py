@@ -17,6 +17,9 @@ from streams import (
     BudgetTick,
     Claim,
     ClaimError,
+    Conflict,
+    ConflictDetected,
+    ConflictSide,
     DecodeError,
     EncodeError,
     ErrorInfo,
@@ -83,8 +86,9 @@ def event_strategy(cls: type[Event]) -> st.SearchStrategy[Event]:
     return st.builds(cls, **overrides)
 
 
-# Nested values (claims, errors, query stats, tool calls) get the same wire-safe fields.
-for _value in (ClaimError, QueryStat, ToolCall, Claim, ErrorInfo):
+# Nested values (claims, errors, query stats, tool calls, conflicts) get the same wire-safe
+# fields.
+for _value in (ClaimError, QueryStat, ToolCall, Claim, ErrorInfo, ConflictSide, Conflict):
     st.register_type_strategy(_value, st.builds(_value, **_field_overrides(_value)))
 
 
@@ -227,3 +231,17 @@ def test_encoding_from_many_threads_at_once_never_mixes_events() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_conflict_detected_round_trips_and_is_essential() -> None:
+    side_a = ConflictSide(chunk_id="a", value="1815", quote="X was born in 1815.",
+                          credibility=1.3, title="A")
+    side_b = ConflictSide(chunk_id="b", value="1816", quote="X was born in 1816.",
+                          credibility=0.5, title="B")
+    conflict = Conflict(subject="X", attribute="born", sides=(side_a, side_b), preferred=0)
+    event = ConflictDetected.of(conflict).model_copy(update={"run_id": "r", "seq": 4})
+    for decoded in (decode_json(encode_json(event)), decode_msgpack(encode_msgpack(event))):
+        assert type(decoded) is ConflictDetected and decoded == event
+        assert decoded.conflict() == conflict
+    assert ConflictDetected.priority is Priority.ESSENTIAL
+    assert EVENT_TYPES["conflict.detected"] is ConflictDetected

@@ -1,0 +1,153 @@
+"""Yes/no answers without a model: compare what the sources say about each named thing.
+
+"Were A and B of the same nationality?" or "Are A and B both X?" is answered
+by a word, and that word is an inference, not a quote. The inference is made
+here in code from one description sentence per named thing, and written as a
+*lead* ("Yes: both are American.") whose every content word occurs in the
+quotes it rests on (the verifier checks that again), followed by the quotes.
+
+The judge answers only what the evidence shows: "yes" when each thing's
+description holds the asked property (or the same nationality), "no" when
+both descriptions were found and they differ or one lacks it; no lead at all
+when a description is missing, or when two descriptions share a place name
+(places nest, so a shared city does not make the same district).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from actors.text import STOPWORDS, content_terms, split_sentences, tokenize
+from streams import Claim, EvidenceChunk
+
+from ._offline_planner import extract_entities
+
+__all__ = [
+        "YesNo", "answer_yes_no", "lead_words",
+    ]
+
+# Nationality and origin words (generic English demonyms): "same nationality" compares these.
+_DEMONYMS = frozenset(
+    """
+    american british english scottish welsh irish french german italian spanish portuguese
+    dutch belgian swiss austrian swedish norwegian danish finnish icelandic polish czech
+    slovak hungarian romanian bulgarian greek turkish russian ukrainian serbian croatian
+    bosnian slovenian albanian estonian latvian lithuanian canadian mexican brazilian
+    argentine argentinian chilean colombian peruvian venezuelan cuban jamaican australian
+    zealander chinese japanese korean indian pakistani bangladeshi sri lankan nepalese
+    thai vietnamese filipino indonesian malaysian singaporean iranian iraqi israeli
+    egyptian moroccan algerian tunisian nigerian ghanaian kenyan ethiopian south african
+    lebanese syrian saudi emirati taiwanese mongolian georgian armenian
+    """.split()  # noqa: SIM905
+)
+_SAME = re.compile(r"\bsame\s+([a-z]+)", re.IGNORECASE)
+_BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
+_NATIONALITY = frozenset({"nationality", "country", "citizenship", "origin", "nation"})
+# Words a lead may add to what its quotes say.
+_LEAD_WORDS = frozenset({"yes", "no", "both", "same", "neither", "only", "are", "is", "not",
+                         "while", "described", "as", "for"})
+
+
+@dataclass(frozen=True, slots=True)
+class YesNo:
+    """A yes/no verdict, the lead sentence that says it, and the quotes it rests on."""
+
+    verdict: Literal[
+        "yes", "no",
+    ]
+    lead: str
+    claims: tuple[Claim, ...]
+
+
+def lead_words() -> frozenset[str]:
+    """Words a lead may use that its quotes need not contain ("yes", "both", "only"...)."""
+    return _LEAD_WORDS
+
+
+def _description(entity: str, evidence: Sequence[EvidenceChunk]) -> tuple[EvidenceChunk,
+                                                                           tuple[int, int]] | None:
+    """The first sentence that describes ``entity``: in a chunk titled after it, else naming it."""
+    key = set(content_terms(entity))
+    if not key:
+        return None
+    titled = [c for c in evidence if c.title and key <= set(content_terms(c.title))]
+    naming = [c for c in evidence if c not in titled and key <= set(content_terms(c.text))]
+    for chunk in [*titled, *naming]:
+        for start, end in split_sentences(chunk.text):
+            sentence = chunk.text[start:end]
+            about = chunk in titled or key <= set(content_terms(sentence))
+            if about and len(tokenize(sentence)) >= 4:
+                return chunk, (start, end)
+    return None
+
+
+def _values(sentence: str, attribute: str, entities: Sequence[str]) -> set[str]:
+    """What a description says of the attribute: nationality words, else the places and
+    other names it gives (not the compared things' own names)."""
+    words = tokenize(sentence)
+    if attribute in _NATIONALITY:
+        return {w for w in words if w in _DEMONYMS}
+    own = {t for e in entities for t in tokenize(e)}
+    return {name for name in extract_entities(sentence)
+            if not set(tokenize(name)) & own and not any(ch.isdigit() for ch in name)}
+
+
+def _claim(chunk: EvidenceChunk, span: tuple[int, int]) -> Claim:
+    quote = chunk.text[span[0]:span[1]]
+    return Claim(statement=" ".join(quote.split()), source_id=chunk.id, quote=quote)
+
+
+def answer_yes_no(question: str, entities: Sequence[str],
+                  evidence: Sequence[EvidenceChunk]) -> YesNo | None:
+    """Answer a two-thing yes/no question from the evidence, or None when it cannot say."""
+    if len(entities) < 2:
+        return None
+    a, b = entities[0], entities[1]
+    found_a, found_b = _description(a, evidence), _description(b, evidence)
+    if found_a is None or found_b is None or found_a[0].id == found_b[0].id:
+        return None
+    claims = (_claim(*found_a), _claim(*found_b))
+    sa, sb = claims[0].quote, claims[1].quote
+    same = _SAME.search(question)
+    if same is not None:
+        attribute = same.group(1).lower()
+        va, vb = _values(sa, attribute, entities), _values(sb, attribute, entities)
+        if not va or not vb:
+            return None
+        shared = sorted(va & vb)
+        if attribute in _NATIONALITY:
+            if shared:
+                return YesNo("yes", f"Yes: both are {shared[0].capitalize()}.", claims)
+            return YesNo("no", f"No: {a} is {sorted(va)[0].capitalize()}, while {b} is "
+                               f"{sorted(vb)[0].capitalize()}.", claims)
+        if shared:
+            return None  # places nest ("a district of a city"): sharing one proves nothing
+        return YesNo("no", f"No: {sorted(va)[0]} for {a}, while {sorted(vb)[0]} for {b}.",
+                     claims)
+    if _BOTH.search(question):
+        named = {t for e in entities for t in content_terms(e)}
+        wanted = [w for w in tokenize(question)
+                  if w not in STOPWORDS and w not in _LEAD_WORDS and content_terms(w)
+                  and content_terms(w)[0] not in named and w not in _QUESTION_WORDS]
+        if not wanted:
+            return None
+        has_a = [w for w in wanted if content_terms(w)[0] in set(content_terms(sa))]
+        has_b = [w for w in wanted if content_terms(w)[0] in set(content_terms(sb))]
+        if has_a and has_b and len(has_a) == len(has_b) == len(wanted):
+            return YesNo("yes", f"Yes: both are described as {' '.join(wanted)}.", claims)
+        if has_a and not has_b:
+            return YesNo("no", f"No: only {a} is described as {' '.join(has_a)}.", claims)
+        if has_b and not has_a:
+            return YesNo("no", f"No: only {b} is described as {' '.join(has_b)}.", claims)
+    return None
+
+
+_QUESTION_WORDS = frozenset(
+    [
+        "are", "were", "is", "was", "do", "does", "did", "have", "has", "had", "can", "could",
+        "would", "should", "will",
+    ]
+)
