@@ -18,8 +18,8 @@ Reported, per path and split:
   yes/no, see :func:`contains_gold`);
 - ``false_answer_rate_nogold`` / ``_offcorpus``: share of unanswerable questions
   still ending ``answered``;
-- outcome counts, and fabricated quotes (claims of any run that ended with an
-  answer whose quote is not in its cited chunk, re-checked here);
+- outcome counts, and fabricated quotes (claims of any run whose quote is not
+  in its cited chunk, re-checked here outside the run's own verifier);
 - support AUCs of the verifier's offline statement-support score on SciFact and
   Climate-FEVER, beside a plain token-overlap baseline (``bench/_support_auc.py``).
 
@@ -42,10 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hotpot import fabricated, writer_evidence  # bench/ sibling (the script's folder)
 
 from reactive_rag._engine import Engine, RunResult
-from reactive_rag.agent import match_quote
 from reactive_rag.index import CorpusIndex, Document
 
 DATA_DIR = Path(os.environ.get("REACTIVE_RAG_DATA", Path(__file__).resolve().parents[1].parent
@@ -102,18 +101,6 @@ def contains_gold(answer: str, golds: Sequence[str]) -> bool:
     return False
 
 
-def fabricated(result: RunResult) -> int:
-    """Claims of a run that ended with an answer whose quote is not in the cited chunk."""
-    if result.outcome not in ANSWERED_WITH_TEXT:
-        return 0
-    bad = 0
-    for cite in result.citations:
-        chunk = result.evidence.get(cite.claim.source_id)
-        if chunk is None or not match_quote(cite.claim.quote, chunk.text).ok:
-            bad += 1
-    return bad
-
-
 @dataclass
 class Tally:
     """Outcomes of one set of runs."""
@@ -152,7 +139,9 @@ async def run_all(engine: Engine, questions: Sequence[tuple[str, list[str] | Non
                          "golds": golds, "outcome": result.outcome, "reason": result.reason,
                          "answer": result.answer,
                          "contains_gold": bool(golds) and contains_gold(result.answer,
-                                                                         golds or [])})
+                                                                         golds or []),
+                         "gold_in_evidence": bool(golds) and contains_gold(
+                             " ".join(c.text for c in writer_evidence(result)), golds or [])})
         engine.forget(result.run_id)
     return tally
 

@@ -32,7 +32,7 @@ from typing import Any
 from reactive_rag._engine import Engine, RunResult
 from reactive_rag.agent import match_quote
 from reactive_rag.index import CorpusIndex, Document
-from streams import AnswerRequested
+from streams import AnswerRequested, EvidenceChunk
 
 DEFAULT_DATA = Path(os.environ.get("REACTIVE_RAG_DATA", Path(__file__).resolve().parents[1].parent
                                    / "shared" / "data")) / "hotpotqa_dev_300.jsonl"
@@ -60,18 +60,22 @@ def gold_titles(row: dict[str, Any]) -> set[str]:
     return {c["title"] for c in row["contexts"] if c.get("is_supporting")}
 
 
-def final_docs(result: RunResult) -> list[str]:
-    """Documents of the evidence handed to the writer (the last answer request)."""
+def writer_evidence(result: RunResult) -> list[EvidenceChunk]:
+    """The chunks handed to the writer (the last answer request)."""
     requests = [e for e in result.events if isinstance(e, AnswerRequested)]
     if not requests:
         return []
-    return [result.evidence[i].doc_id for i in requests[-1].evidence_ids if i in result.evidence]
+    return [result.evidence[i] for i in requests[-1].evidence_ids if i in result.evidence]
+
+
+def final_docs(result: RunResult) -> list[str]:
+    """Documents of the evidence handed to the writer."""
+    return [c.doc_id for c in writer_evidence(result)]
 
 
 def fabricated(result: RunResult) -> int:
+    """Claims of a finished run whose quote is not in the cited chunk (re-checked here)."""
     bad = 0
-    if not result.answered:
-        return 0
     for cite in result.citations:
         chunk = result.evidence.get(cite.claim.source_id)
         if chunk is None or not match_quote(cite.claim.quote, chunk.text).ok:

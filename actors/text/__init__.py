@@ -4,13 +4,14 @@ normalisation and keyword helpers. Pure Python + numpy; no models.
 """
 
 from ._chunking import TextChunk, chunk_text, split_sentences
-from ._keywords import STOPWORDS, content_terms, keyword_coverage, stem, tokenize
+from ._keywords import DEMONYMS, STOPWORDS, content_terms, keyword_coverage, stem, tokenize
 from ._markup import CLEAN_MARKUP_VERSION, clean_markup, looks_like_code
 from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, simhash64
 from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url
 
 __all__ = [
     "CLEAN_MARKUP_VERSION",
+    "DEMONYMS",
     "STOPWORDS",
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",

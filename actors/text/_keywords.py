@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import Stemmer
 
-__all__ = ["STOPWORDS", "content_terms", "keyword_coverage", "stem", "tokenize"]
+__all__ = ["DEMONYMS", "STOPWORDS", "content_terms", "keyword_coverage", "stem", "tokenize"]
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 
@@ -33,6 +33,21 @@ _STOPWORDS_TEXT = """
 """
 STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
 """English function words (the classic Snowball/SMART core) ignored by coverage."""
+
+DEMONYMS: frozenset[str] = frozenset(
+    """
+    american british english scottish welsh irish french german italian spanish portuguese
+    dutch belgian swiss austrian swedish norwegian danish finnish icelandic polish czech
+    slovak hungarian romanian bulgarian greek turkish russian ukrainian serbian croatian
+    bosnian slovenian albanian estonian latvian lithuanian canadian mexican brazilian
+    argentine argentinian chilean colombian peruvian venezuelan cuban jamaican australian
+    zealander chinese japanese korean indian pakistani bangladeshi nepalese thai vietnamese
+    filipino indonesian malaysian singaporean iranian iraqi israeli egyptian moroccan
+    algerian tunisian nigerian ghanaian kenyan ethiopian lebanese syrian saudi emirati
+    taiwanese mongolian georgian armenian european african asian
+    """.split()  # noqa: SIM905
+)
+"""Nationality and origin adjectives (lower case): names of no page, values of "nationality"."""
 
 _local = threading.local()
 

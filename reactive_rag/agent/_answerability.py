@@ -38,15 +38,27 @@ __all__ = [
         "QuestionNeeds", "analyse_question", "judge_answerability",
     ]
 
-_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|"
                     r"October|November|December)\b")
-_NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _NUMBER_WORDS = frozenset(
     [
         "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-        "twelve", "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "million",
-        "billion", "dozen",
+        "twelve", "thirteen", "fourteen", "fifteen", "twenty", "thirty", "forty", "fifty",
+        "hundred", "thousand", "million", "billion", "dozen",
+    ]
+)
+# "What is the name of ...", "What was the population of ...".
+_NOUN_OF = re.compile(
+    r"(?:^\s*|[,;:]\s*)what(?:'s|\s+(?:is|are|was|were))\s+the\s+(?:\w+\s+)?(\w+)\s+of\b",
+    re.IGNORECASE,
+)
+_QUANTITIES = frozenset(
+    [
+        "population", "number", "amount", "length", "height", "width", "depth", "area", "size",
+        "distance", "capacity", "age", "weight", "count", "total", "duration", "elevation",
+        "altitude",
     ]
 )
 # Question openings, most specific first: (pattern, answer type).
@@ -114,6 +126,10 @@ def analyse_question(question: str) -> QuestionNeeds:
         answer_type = next((t for p, t in _TYPES_ANYWHERE if p.search(text)), answer_type)
     if _is_choice(text, entities):
         answer_type = "choice"
+    noun_of = _NOUN_OF.search(text)
+    if noun_of and answer_type in ("definition", "what", ""):
+        # "What is the population of X?" asks for a number, "What is the name of ..." a thing
+        answer_type = "how_many" if noun_of.group(1).lower() in _QUANTITIES else "what"
     answer_type = answer_type or "what"
     in_entities = {t for e in entities for t in content_terms(e)}
     words: list[str] = []
@@ -199,22 +215,31 @@ def _share(weights: dict[str, float], have: set[str]) -> float:
     return sum(w for t, w in weights.items() if t in have) / total if total else 1.0
 
 
-def _has_value(answer_type: str, sentence: str, question: str) -> bool:
-    """Whether ``sentence`` holds a value of the asked kind the question does not give."""
+def holds_new_value(kind: str, sentence: str, question: str) -> bool:
+    """Whether ``sentence`` holds a value of the asked kind that the question does not give.
+
+    A year or a month for "when", a number (not a year) or a number word for
+    "how many", a name for "who" / "where" / "what": a sentence restating the
+    question ("the 1925 honours") holds no answer to it, however well it matches.
+    Other kinds ask for no single value: always True.
+    """
     q_tokens = set(tokenize(question))
-    if answer_type == "when":
+    if kind == "when":
         values = [m.group(0) for m in _YEAR.finditer(sentence)]
-        values += [m.group(0).lower() for m in _MONTH.finditer(sentence)]
+        if "year" not in q_tokens:  # "which year" asks for a year, not a day of the month
+            values += [m.group(0) for m in _MONTH.finditer(sentence)]
         return any(v.lower() not in q_tokens for v in values)
-    if answer_type == "how_many":
-        numbers = [m.group(0) for m in _NUMBER.finditer(sentence)]
-        words = [w for w in tokenize(sentence) if w in _NUMBER_WORDS]
-        return any(n not in question for n in numbers) or any(w not in q_tokens for w in words)
-    if answer_type in ("who", "where"):
-        for name in extract_entities(sentence):
-            if not set(tokenize(name)) <= q_tokens and not _YEAR.fullmatch(name):
-                return True
-        return False
+    if kind == "how_many":
+        numbers = [m.group(0).rstrip(".,") for m in _NUMBER.finditer(sentence)]
+        if any(n not in question and not _YEAR.fullmatch(n) for n in numbers):
+            return True
+        return any(w in _NUMBER_WORDS and w not in q_tokens for w in tokenize(sentence))
+    if kind in ("who", "where", "what"):
+        return any(
+            not set(tokenize(name)) <= q_tokens and not _YEAR.fullmatch(name)
+            and not _MONTH.fullmatch(name)
+            for name in extract_entities(sentence)
+        )
     return True
 
 
@@ -227,7 +252,7 @@ def _value_sentence(answer_type: str, question: str, weights: dict[str, float],
             sentence = c.text[s:e]
             if _share(weights, set(content_terms(sentence)) | title_terms) < _VALUE_RELEVANCE:
                 continue
-            if _has_value(answer_type, sentence, question):
+            if holds_new_value(answer_type, sentence, question):
                 return True
     return False
 
@@ -299,7 +324,13 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     if not value:
         missing.append(_VALUE_WORDS[needs.answer_type])
     entities_ok = not missing or all(m not in needs.entities for m in missing)
-    terms_ok = share >= (_TERM_SHARE if needs.entities else _TERM_SHARE_NO_NAMES)
+    # A passage *about* a named thing (titled after it) is stronger evidence than
+    # one that names it in passing; without one, more of the question must be covered.
+    about = any(_mentions(set(content_terms(c.title)), e) for c in pool if c.title
+                for e in needs.entities if not e[:1].isdigit())
+    threshold = (_TERM_SHARE_NO_NAMES if not needs.entities
+                 else _TERM_SHARE if about else _TERM_SHARE_IN_PASSING)
+    terms_ok = share >= threshold
     if not terms_ok:
         missing.extend(a for a in absent if a not in missing)
     searches = _searches(needs, missing, covered)
@@ -318,8 +349,9 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
                          f"nothing found covers {what}", tuple(searches), tuple(extra))
 
 
-_TERM_SHARE = 0.65
+_TERM_SHARE = 0.6
 _TERM_SHARE_NO_NAMES = 0.85
+_TERM_SHARE_IN_PASSING = 0.8
 _REQUIRE_LINK = True
 _PARTIAL_SHARE = 0.6
 _VALUE_RELEVANCE = 0.15

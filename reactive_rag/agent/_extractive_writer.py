@@ -24,7 +24,7 @@ from actors.models import Embedder
 from actors.text import STOPWORDS, content_terms, looks_like_code, split_sentences, stem, tokenize
 from streams import Claim, ClaimError, EvidenceChunk
 
-from ._answerability import analyse_question
+from ._answerability import analyse_question, holds_new_value
 from ._offline_planner import desubjectivize
 from ._policy import Draft, WriteMode
 from ._yes_no import answer_yes_no
@@ -34,9 +34,10 @@ __all__ = ["ExtractiveWriter"]
 _SPACE = re.compile(r"\s+")
 # List markers and bullets in front of a sentence ("- ", "2) ", "> "), not "3.5" or "-1".
 _LEAD = re.compile(r"^(?:\s+|[-*\u2022>#]+(?=\s)|\d{1,3}[.)](?=\s))+(?=\S)")
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-_NUMBER = re.compile(r"\b\d[\d,.]*\b")
-_NAME = re.compile(r"\b[A-Z][\w'\-]+(?:\s+(?:of|the|de|van|von|and|&)?\s*[A-Z][\w'\-]+)*")
+# Answer kinds whose answer is a value a sentence can hold (see :func:`holds_new_value`).
+_VALUE_KINDS = frozenset(["when", "how_many", "who", "where", "what"])
+# How much holding a new value of the asked kind adds to a sentence's score.
+_VALUE_BONUS = {"when": 0.25, "how_many": 0.2, "who": 0.1, "where": 0.1, "what": 0.05}
 # "How do I ...", "how to ...", "what is the best way to ...": the answer is a thing to use.
 _HOW_TO = re.compile(
     r"^\s*(?:how\s+(?:do|can|could|should|would|might)\s+(?:i|you|we|one)\b|how\s+to\b"
@@ -63,7 +64,9 @@ _TERM_LEAD = re.compile(
     r"^(?:[\w.]*[(_%][^\s:]*|[A-Z][A-Z0-9_]{2,}|[a-z][\w.]*|\"[^\"\s]{1,6}\")\s*(?::|--)?"
     r"\s+[A-Z\"(]"
 )
+_POSSESSIVE = re.compile(r"(?:'s|\u2019s|'|\u2019)$")
 _MAX_CLAIM_WORDS = 80
+_ANSWER_CAP = 4  # an answer sentence may be a claim beyond max_claims, up to this many
 _PARA_BEFORE = re.compile(r"(?:^|\n[ \t]*\n)[ \t]*$")
 _PARA_AFTER = re.compile(r"[ \t]*(?:\n[ \t]*\n|$)")
 _MARKUP = re.compile(
@@ -176,19 +179,6 @@ def _statement(quote: str, subject: str) -> str:
     return text
 
 
-def _answer_type_bonus(question: str, sentence: str, q_words: set[str]) -> float:
-    """Small bonus when a sentence holds the kind of thing the question asks for."""
-    q = question.lower()
-    if q.startswith(("when", "what year", "in what year", "which year")) or "what year" in q:
-        return 0.25 if _YEAR.search(sentence) else 0.0
-    if q.startswith(("how many", "how much", "how long", "how old", "how tall", "how far")):
-        return 0.2 if _NUMBER.search(sentence) else 0.0
-    if q.startswith(("who", "whom", "whose")):
-        names = (m.group(0) for m in _NAME.finditer(sentence))
-        return 0.1 if any(not (set(tokenize(n)) <= q_words) for n in names) else 0.0
-    return 0.0
-
-
 class ExtractiveWriter:
     """Offline :class:`~reactive_rag.agent.WriterPolicy`: 1-4 cited sentences from the evidence.
 
@@ -212,9 +202,20 @@ class ExtractiveWriter:
     to the lead (its subject, or question terms it left open) and, with an
     embedder, stay close to what the question asks.
 
+    A question asking for a value (a year or date for "when", a number for
+    "how many", a name for "who" / "where" / "what") is answered by a sentence
+    holding one the question does not give; on a multi-hop question it is in
+    the next hop, a chunk a chosen claim names that the question does not. The
+    claims include such a sentence as the first or second claim, and for "who"
+    / "what" a sentence giving the new name beside the question's relation
+    ("hosted by ...") and the first sentence of the chunk about the answer
+    (its full name); each of these may be a claim beyond ``max_claims`` (never
+    more than four in all). "What is X?" leads with X's own first sentence.
+
     Args:
         embedder: optional sentence embedder for semantic similarity.
-        max_claims: at most this many claims (1..4 is sensible).
+        max_claims: at most this many claims (1..4 is sensible), plus one answer
+            sentence when the others lack it (at most four in all).
         min_gain: a further claim must add at least this much score.
         dedup_jaccard: word-set Jaccard at or above which two sentences are duplicates.
         min_quote_words: shorter sentences are not quoted (unless one is a whole chunk).
@@ -371,8 +372,12 @@ class ExtractiveWriter:
         if not sentences:
             return []
         q_terms = set(content_terms(question))
-        q_words = set(tokenize(question))
         q_pairs = _pairs(question)
+        needs = analyse_question(question)
+        kind = needs.answer_type
+        wants_value = kind in _VALUE_KINDS
+        q_mention = f" {' '.join(_mention_words(question))} "
+        value = [wants_value and holds_new_value(kind, s.quote, question) for s in sentences]
         q_low = question.lower()
         asked = desubjectivize(question) or question
         how = _HOW_TO.match(asked)
@@ -395,7 +400,7 @@ class ExtractiveWriter:
         base: list[float] = []
         reach: list[set[str]] = []  # question terms a sentence covers, with its title
         lead_reach: list[set[str]] = []  # ... and, leading a how-to answer, with its section
-        for s in sentences:
+        for idx, s in enumerate(sentences):
             # Titles count as context: "He was born in 1950" answers a question
             # about the person the chunk is titled after.
             title_terms = set(content_terms(s.chunk.title)) if s.chunk.title else set()
@@ -410,7 +415,7 @@ class ExtractiveWriter:
             ctx = len(q_terms & context) / len(q_terms) if q_terms else 0.0
             score = 0.45 * cov + 0.35 * ctx
             score += 0.12 / (1.0 + s.chunk_rank) + (0.05 if s.order == 0 else 0.0)
-            score += _answer_type_bonus(question, s.quote, q_words)
+            score += _VALUE_BONUS.get(kind, 0.0) if value[idx] else 0.0
             score += 0.1 * min(3, len(q_pairs & _pairs(s.quote)))  # shared phrases
             if how and s.order == 0 and _is_api_name(s.subject):
                 score += 0.25  # what the API is for: the direct answer to "how do I"
@@ -445,8 +450,8 @@ class ExtractiveWriter:
                 reaches = reach[i] if chosen else lead_reach[i]
                 new_terms = len(reaches - covered) / len(q_terms) if q_terms else 0.0
                 gain = base[i] + 0.5 * new_terms - 0.15 * used_chunks.get(s.chunk.id, 0)
-                if s.chunk.id in linked and new_terms > 0:
-                    gain += 0.3
+                if s.chunk.id in linked and (new_terms > 0 or value[i]):
+                    gain += 0.3  # the next hop: new words, or the value asked for
                 if chosen:
                     lead_sim = sims.get(chosen[0])
                     if (lead_sim is not None and i in sims and s.chunk.id not in linked
@@ -463,12 +468,26 @@ class ExtractiveWriter:
             covered |= reach[best]
             cid = sentences[best].chunk.id
             used_chunks[cid] = used_chunks.get(cid, 0) + 1
-            said = f" {' '.join(tokenize(sentences[best].quote))} "
+            said = f" {' '.join(_mention_words(sentences[best].quote))} "
             linked |= {
                 other
                 for other, key in title_keys.items()
                 if other != cid and key and f" {key} " in said
             }
+        if kind == "definition" and chosen:
+            chosen = self._with_definition(sentences, chosen, base, q_mention)
+        if wants_value and chosen:
+            # The answer sentence: a value of the asked kind, from the next hop if there is one.
+            named = {s.chunk.id for s in sentences
+                     if s.chunk.title and f" {title_keys[s.chunk.id]} " in q_mention}
+            hops = linked - named
+            chosen = self._with_value(sentences, chosen, value, base, hops)
+            if kind in ("who", "what", "where"):
+                near = {sentences[i].chunk.id for i in chosen} | linked | named
+                chosen = self._with_relation(sentences, chosen, value, base, near,
+                                             set(needs.terms))
+            if kind in ("who", "what"):
+                chosen = self._with_introduction(sentences, chosen, named)
         return [
             Claim(
                 statement=sentences[i].statement,
@@ -476,6 +495,143 @@ class ExtractiveWriter:
                 quote=sentences[i].quote,
             )
             for i in chosen
+        ]
+
+    @property
+    def _room(self) -> int:
+        """How many claims a draft may have once an answer sentence joins it."""
+        return max(self.max_claims, min(_ANSWER_CAP, self.max_claims + 1))
+
+    def _join(self, chosen: list[int], i: int, at: int) -> list[int]:
+        """``chosen`` with sentence ``i`` at position ``at``, cut to :attr:`_room`."""
+        return [*chosen[:at], i, *chosen[at:]][: self._room]
+
+    def _with_definition(
+        self,
+        sentences: Sequence[_Sentence],
+        chosen: list[int],
+        base: Sequence[float],
+        q_mention: str,
+    ) -> list[int]:
+        """ "What is X?" leads with what X's own chunk says first, when it names X itself.
+
+        A sentence that mentions X in passing ("a steamer based at X") matches
+        the question's words as well, but says what something else is. Of the
+        chunks the question names, the one named first is X.
+        """
+        firsts: dict[int, int] = {}  # intro sentence -> where the question names its chunk
+        for i, s in enumerate(sentences):
+            key = _title_key(s.chunk.title) if s.chunk.title else ""
+            at = q_mention.find(f" {key} ") if key else -1
+            if at >= 0 and s.order == 0 and s.statement == _clean(s.quote):
+                firsts[i] = at
+        if not firsts:
+            return chosen
+        lead = min(firsts, key=lambda i: (firsts[i], -base[i]))
+        if chosen[0] == lead:
+            return chosen
+        rest = [i for i in chosen if i != lead and not self._repeats(sentences[i], sentences[lead])]
+        return [lead, *rest][: self._room]
+
+    def _with_value(
+        self,
+        sentences: Sequence[_Sentence],
+        chosen: list[int],
+        value: Sequence[bool],
+        base: Sequence[float],
+        hops: set[str],
+    ) -> list[int]:
+        """The claims with one holding the asked value among the first two.
+
+        The answer to "which year / how many / who / where" is a value the
+        question does not give; on a multi-hop question it sits in the next
+        hop, a chunk a chosen claim names that the question does not (the
+        first hop restates the question: "The 1925 honours were made by King
+        George V"; George V's own chunk has the year asked for). A chosen claim
+        holding the value (from a next hop, when there is one) moves up to
+        second; otherwise the best sentence that holds it (from a next hop if
+        any does) joins as the second claim.
+        """
+        held = [i for i in chosen if value[i] and (not hops or sentences[i].chunk.id in hops)]
+        if held:
+            if chosen.index(held[0]) > 1:
+                chosen = [chosen[0], held[0], *(i for i in chosen[1:] if i != held[0])]
+            return chosen
+        pool = [i for i in self._fresh(sentences, chosen) if value[i]]
+        in_hop = [i for i in pool if sentences[i].chunk.id in hops]
+        candidates = in_hop or ([] if any(value[i] for i in chosen) else pool)
+        if not candidates:
+            return chosen
+        return self._join(chosen, max(candidates, key=lambda i: base[i]), 1)
+
+    def _with_relation(
+        self,
+        sentences: Sequence[_Sentence],
+        chosen: list[int],
+        value: Sequence[bool],
+        base: Sequence[float],
+        near: set[str],
+        relation: set[str],
+    ) -> list[int]:
+        """The claims with one naming something new *beside* the relation asked about.
+
+        "Who hosted X?": a new name in a sentence that says "hosted" answers
+        it; names in a sentence about something else do not. The relation is
+        the question's words outside its named things that the lead claim
+        leaves open, as the sentence writes them in lower case (not inside a
+        name). When no chosen claim has both, the best sentence that does from
+        a chunk the answer is about (``near``: a chosen one, one a claim names,
+        one the question names) joins second.
+        """
+        lead = sentences[chosen[0]]
+        open_terms = relation - lead.terms - set(content_terms(lead.chunk.title))
+        if not open_terms:
+            return chosen  # the lead already says the relation
+        plain = {i: _plain_terms(sentences[i].quote) for i, v in enumerate(value) if v}
+
+        def says(i: int) -> bool:
+            return i in plain and bool(plain[i] & open_terms)
+
+        if any(says(i) for i in chosen):
+            return chosen
+        pool = [
+            i for i in self._fresh(sentences, chosen)
+            if says(i) and sentences[i].chunk.id in near
+        ]
+        if not pool:
+            return chosen
+        return self._join(chosen, max(pool, key=lambda i: base[i]), 1)
+
+    def _with_introduction(
+        self, sentences: Sequence[_Sentence], chosen: list[int], named: set[str]
+    ) -> list[int]:
+        """The answer to "who / which X" as its own chunk introduces it.
+
+        A chosen claim from a chunk about something the question does not name
+        (not in ``named``) is about the answer; that chunk's first sentence,
+        when it names its subject itself, says who or what it is, full name
+        included ("Laura Ann Osnes (born 1985) is an American actress"), and
+        joins right after the first such claim (at most third).
+        """
+        for pos, i in enumerate(chosen):
+            chunk = sentences[i].chunk
+            if not chunk.title or chunk.id in named:
+                continue
+            intro = next(
+                (j for j, s in enumerate(sentences)
+                 if s.chunk.id == chunk.id and s.order == 0 and s.statement == _clean(s.quote)),
+                None,
+            )
+            if intro is None or intro in chosen or intro not in self._fresh(sentences, chosen):
+                return chosen
+            return self._join(chosen, intro, min(pos + 1, 2))
+        return chosen
+
+    def _fresh(self, sentences: Sequence[_Sentence], chosen: list[int]) -> list[int]:
+        """Sentences not chosen and repeating none of the chosen."""
+        return [
+            i for i, s in enumerate(sentences)
+            if i not in chosen and not any(self._repeats(s, sentences[j]) for j in chosen)
         ]
 
     def _repeats(self, a: _Sentence, b: _Sentence) -> bool:
@@ -498,9 +654,20 @@ def _pairs(text: str) -> set[tuple[str, str]]:
     }
 
 
+def _plain_terms(text: str) -> set[str]:
+    """Content stems of the words not written as (part of) a name: what a sentence *says*."""
+    words = re.findall(r"[^\W\d_][\w'\u2019-]*", text)
+    return set(content_terms(" ".join(w for w in words if not w[:1].isupper())))
+
+
+def _mention_words(text: str) -> list[str]:
+    """Words as a mention of a title reads them: "Bill Clinton's" -> ["bill", "clinton"]."""
+    return [_POSSESSIVE.sub("", w) for w in tokenize(text)]
+
+
 def _title_key(title: str) -> str:
     """A title as text would mention it: "Winner (band)" -> "winner"."""
-    return " ".join(tokenize(re.sub(r"\s*\([^)]*\)\s*$", "", title)))
+    return " ".join(_mention_words(re.sub(r"\s*\([^)]*\)\s*$", "", title)))
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from actors.text import (
+    DEMONYMS,
     STOPWORDS,
     content_terms,
     looks_like_code,
@@ -84,14 +85,11 @@ _NUM_UNIT = re.compile(
 )
 _POSSESSIVE = re.compile(r"['\u2019]s?$")
 # Capitalised words that name no page worth a search of its own.
-_WEAK_NAMES = frozenset(
+_WEAK_NAMES = DEMONYMS | frozenset(
     """
     january february march april may june july august september october november december
-    monday tuesday wednesday thursday friday saturday sunday american british english french
-    german italian spanish chinese japanese korean russian canadian australian indian irish
-    scottish welsh european african asian mexican dutch swedish norwegian danish polish
-    greek roman latin christian jewish muslim catholic north south east west northern
-    southern eastern western
+    monday tuesday wednesday thursday friday saturday sunday roman latin christian jewish
+    muslim catholic north south east west northern southern eastern western
     """.split()  # noqa: SIM905
 )
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from actors.text import STOPWORDS, content_terms, split_sentences, tokenize
+from actors.text import DEMONYMS, STOPWORDS, content_terms, split_sentences, tokenize
 from streams import Claim, EvidenceChunk
 
 from ._offline_planner import extract_entities
@@ -29,20 +29,6 @@ __all__ = [
         "YesNo", "answer_yes_no", "lead_words",
     ]
 
-# Nationality and origin words (generic English demonyms): "same nationality" compares these.
-_DEMONYMS = frozenset(
-    """
-    american british english scottish welsh irish french german italian spanish portuguese
-    dutch belgian swiss austrian swedish norwegian danish finnish icelandic polish czech
-    slovak hungarian romanian bulgarian greek turkish russian ukrainian serbian croatian
-    bosnian slovenian albanian estonian latvian lithuanian canadian mexican brazilian
-    argentine argentinian chilean colombian peruvian venezuelan cuban jamaican australian
-    zealander chinese japanese korean indian pakistani bangladeshi sri lankan nepalese
-    thai vietnamese filipino indonesian malaysian singaporean iranian iraqi israeli
-    egyptian moroccan algerian tunisian nigerian ghanaian kenyan ethiopian south african
-    lebanese syrian saudi emirati taiwanese mongolian georgian armenian
-    """.split()  # noqa: SIM905
-)
 _SAME = re.compile(r"\bsame\s+([a-z]+)", re.IGNORECASE)
 _BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
 _NATIONALITY = frozenset({"nationality", "country", "citizenship", "origin", "nation"})
@@ -89,7 +75,7 @@ def _values(sentence: str, attribute: str, entities: Sequence[str]) -> set[str]:
     other names it gives (not the compared things' own names)."""
     words = tokenize(sentence)
     if attribute in _NATIONALITY:
-        return {w for w in words if w in _DEMONYMS}
+        return {w for w in words if w in DEMONYMS}
     own = {t for e in entities for t in tokenize(e)}
     return {name for name in extract_entities(sentence)
             if not set(tokenize(name)) & own and not any(ch.isdigit() for ch in name)}

@@ -123,3 +123,12 @@ def test_the_judge_is_deterministic() -> None:
     q = "When was Ada Lovelace born?"
     first = judge_answerability(q, [CAPWORDS, STRPTIME])
     assert all(judge_answerability(q, [CAPWORDS, STRPTIME]) == first for _ in range(3))
+
+
+def test_a_passage_naming_the_subject_in_passing_must_cover_more_than_its_own_page() -> None:
+    question = "What river flows past the old castle of Dunmere?"
+    text = "The old castle of Dunmere stands on a hill above the river Tam."  # no "flows past"
+    own_page = chunk("c1", "Castle of Dunmere", text)
+    in_passing = chunk("c2", "Hill forts", text)
+    assert judge_answerability(question, [own_page]).verdict == "answerable"
+    assert judge_answerability(question, [in_passing]).verdict != "answerable"

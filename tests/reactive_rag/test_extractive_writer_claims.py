@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.models import HashingEmbedder
-from reactive_rag.agent import ExtractiveWriter, verify
+from reactive_rag.agent import Draft, ExtractiveWriter, verify
 from streams import ClaimError, EvidenceChunk
 
 DIAMOND = EvidenceChunk(
@@ -405,3 +405,185 @@ async def test_table_rows_run_ons_and_code_after_a_colon_are_not_claims() -> Non
     assert [c.quote for c in draft.claims] == [
         "A widget spins when its parts turn around its axis."
     ]
+
+
+# --- the sentence that holds the answer -----------------------------------------------------
+
+def _position(draft: Draft, text: str) -> int | None:
+    """The index of the first claim quoting ``text``."""
+    return next((i for i, c in enumerate(draft.claims) if text in c.quote), None)
+
+
+HONOURS = EvidenceChunk(
+    id="hon",
+    title="1931 Orchard Honours",
+    text=(
+        "The 1931 Orchard Honours were appointments by King Aldric IV to reward the orchard "
+        "keepers of the realm of Varland.  The appointments were made to mark the official "
+        "birthday of the King, and were published in the Varland Gazette on 3 June 1931.  "
+        "Orchard Honours are bestowed each year."
+    ),
+)
+ALDRIC = EvidenceChunk(
+    id="ald",
+    title="Aldric IV",
+    text=(
+        "Aldric IV (Aldric Edmund Leopold; 12 March 1870 \u2013 5 May 1940) was King of Varland "
+        "from 1910 until his death.  He married Princess Mara of Oster in 1893."
+    ),
+)
+ORCHARDS = EvidenceChunk(
+    id="orc",
+    title="Orchard keeping",
+    text="Orchard keeping in Varland is honoured each year with appointments by the King.",
+)
+
+
+async def test_a_year_question_quotes_the_next_hop_sentence_with_a_new_year() -> None:
+    question = "In which year was the King who made the 1931 Orchard Honours born?"
+    draft = await ExtractiveWriter(max_claims=3, min_gain=0.15).write(
+        question, [HONOURS, ORCHARDS, ALDRIC], mode="answer"
+    )
+    # The first hop restates the question (its year, 1931, is no answer); King Aldric IV's
+    # own chunk, which the first hop names, holds the year asked for.
+    assert "1870" in draft.text
+    answer = _position(draft, "1870")
+    assert answer is not None and answer <= 1 and draft.claims[answer].source_id == "ald"
+    assert len(draft.claims) <= 4
+    assert verify(draft.claims, {c.id: c for c in (HONOURS, ORCHARDS, ALDRIC)},
+                  question=question).passed
+
+
+OFFICER = EvidenceChunk(
+    id="off",
+    title="Tomas Rellin",
+    text=(
+        "Tomas Rellin was President Jonah Avery's intelligence officer for the eastern "
+        "provinces at the Intelligence Council from 1997 to 1998.  While there, Rellin "
+        "oversaw the preparation of intelligence estimates for the council director."
+    ),
+)
+AVERY = EvidenceChunk(
+    id="av",
+    title="Jonah Avery",
+    text=(
+        "Jonah Peter Avery (born 19 August 1946) is a Varlish politician.  Prior to the "
+        "presidency, he was the Governor of Kestria during two terms."
+    ),
+)
+COUNCIL = EvidenceChunk(
+    id="ic",
+    title="Intelligence Council",
+    text="The Intelligence Council was founded in 1979 to prepare intelligence estimates.",
+)
+
+
+async def test_a_possessive_mention_links_the_next_hop() -> None:
+    question = "In which year was the president whose intelligence officer was Tomas Rellin born?"
+    draft = await ExtractiveWriter(max_claims=3, min_gain=0.15).write(
+        question, [OFFICER, COUNCIL, AVERY], mode="answer"
+    )
+    # "Jonah Avery's" names the chunk titled "Jonah Avery": the next hop, whose year is
+    # the answer (the first hop's own years, 1997 and 1998, are not).
+    assert "1946" in draft.text
+    assert _position(draft, "1946") in (0, 1)
+
+
+async def test_a_who_answer_is_introduced_as_its_own_chunk_begins() -> None:
+    draft = await ExtractiveWriter(max_claims=3, min_gain=0.15).write(
+        "Tomas Rellin was the intelligence officer under which former Governor of Kestria?",
+        [OFFICER, AVERY], mode="answer",
+    )
+    assert "av" in {c.source_id for c in draft.claims}
+    # The answer's chunk says first who he is, with his full name.
+    intro = _position(draft, "Jonah Peter Avery (born")
+    assert intro is not None and intro <= 2
+    assert draft.claims[intro].statement == draft.claims[intro].quote
+
+
+async def test_a_how_many_question_gets_a_number_the_question_does_not_give() -> None:
+    team = EvidenceChunk(
+        id="team",
+        title="Kelton Otters",
+        text=(
+            "The Kelton Otters were a junior ice hockey team of the 1998 Northern League "
+            "based in Kelton.  The Otters played their home games at the Riverside Dome in "
+            "Kelton.  The Kelton Otters won the 1998 league title."
+        ),
+    )
+    dome = EvidenceChunk(
+        id="dome",
+        title="Riverside Dome",
+        text="The Riverside Dome is a multi-purpose venue with room for 4,200 spectators.",
+    )
+    draft = await ExtractiveWriter(max_claims=3, min_gain=0.15).write(
+        "The arena where the Kelton Otters played their home games in 1998 can seat how many "
+        "people?", [team, dome], mode="answer",
+    )
+    assert "4,200" in draft.text
+    assert _position(draft, "4,200") in (0, 1)
+
+
+async def test_a_who_question_quotes_the_name_beside_the_asked_relation() -> None:
+    awards = EvidenceChunk(
+        id="aw",
+        title="9th Lantern Awards",
+        text=(
+            "The 9th Lantern Awards, honouring the best independent films of 2002, were "
+            "announced on March 3, 2003, in Tacoma.  Winners were given glass lanterns with "
+            "the names of their films.  It was hosted by Dana Brook."
+        ),
+    )
+    lanterns = EvidenceChunk(
+        id="la",
+        title="Lantern Awards",
+        text=(
+            "The Lantern Awards (originally the Friends of Film Awards), founded in 1990, are "
+            "awards for independent film makers in Tacoma."
+        ),
+    )
+    draft = await ExtractiveWriter(max_claims=3, min_gain=0.15).write(
+        "Which American film director hosted the 9th Lantern Awards in 2003?",
+        [awards, lanterns], mode="answer",
+    )
+    assert "Dana Brook" in draft.text
+    assert _position(draft, "Dana Brook") in (0, 1)
+
+
+async def test_what_is_x_leads_with_xs_own_first_sentence() -> None:
+    mills = EvidenceChunk(
+        id="mills",
+        title="Harbor Mills",
+        text=(
+            "Harbor Mills is a regional shopping mall owned by the Vance Group.  It opened in "
+            "Dayton, Ohio in 2001 on the site of a former theme park."
+        ),
+    )
+    steamer = EvidenceChunk(
+        id="boat",
+        title="River Queen",
+        text="River Queen was a paddle steamer based at Harbor Mills in Dayton, Ohio.",
+    )
+    draft = await ExtractiveWriter(max_claims=3, min_gain=0.15).write(
+        "What is Harbor Mills in Dayton, Ohio?", [steamer, mills], mode="answer"
+    )
+    # The steamer's sentence matches every word of the question, but says what it is.
+    assert draft.claims[0].quote == (
+        "Harbor Mills is a regional shopping mall owned by the Vance Group."
+    )
+
+
+async def test_the_answer_sentence_is_at_most_one_claim_beyond_max_claims() -> None:
+    question = "In which year was the King who made the 1931 Orchard Honours born?"
+    evidence = [HONOURS, ORCHARDS, ALDRIC]
+    for max_claims in (1, 2, 3, 4):
+        draft = await ExtractiveWriter(max_claims=max_claims, min_gain=-1.0).write(
+            question, evidence, mode="answer"
+        )
+        assert len(draft.claims) <= min(4, max_claims + 1)
+        assert "1870" in draft.text
+    # No value asked for: nothing joins beyond max_claims.
+    plain = await ExtractiveWriter(max_claims=1).write(
+        "Describe the orchard keeping appointments of Varland", evidence, mode="answer"
+    )
+    assert len(plain.claims) == 1
