@@ -9,7 +9,9 @@ same paragraphs minus every question's two gold ones, so none of those
 questions is answerable there. NQ-open questions (``--nq``; rows 0-59 tune,
 60-119 report) are asked over the split's full HotpotQA collection: general
 knowledge the corpus does not hold. Each question runs on the agent path and
-the one-shot path with the same evidence cap (``final_evidence=5``).
+the one-shot path with the same evidence cap (``final_evidence=5``), and, as
+the baseline measured in the same run, on the agent path with no answerability
+judge (``agent-nojudge``: it writes from whatever it found).
 
 Reported, per path and split:
 - ``answered_rate``: share of answerable questions ending ``answered``;
@@ -52,6 +54,7 @@ DATA_DIR = Path(os.environ.get("REACTIVE_RAG_DATA", Path(__file__).resolve().par
 SPLITS = {"tune": (0, 150), "report": (150, 300)}
 NQ_SPLITS = {"tune": (0, 60), "report": (60, 120)}
 ANSWERED_WITH_TEXT = ("answered", "answered_from_evidence", "partial")
+BASELINE = "agent-nojudge"
 
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -156,6 +159,9 @@ async def evaluate_split(args: argparse.Namespace, split: str, rows: list[dict[s
     index.index_documents(full, documents(part, drop_gold=False))
     index.index_documents(nogold, documents(part, drop_gold=True))
     engine = Engine(index)
+    # The baseline, measured in the same run: the same agent writing from whatever it
+    # found, with no answerability judge (what every run did before).
+    unjudged = Engine(index, judge=None)
     budget = {"final_evidence": args.cap}
     answerable = [(r["question_text"], gold_answers(r)) for r in part]
     unanswerable: list[tuple[str, list[str] | None]] = [(r["question_text"], None) for r in part]
@@ -163,9 +169,10 @@ async def evaluate_split(args: argparse.Namespace, split: str, rows: list[dict[s
     out: dict[str, Any] = {"rows": f"{lo}-{hi - 1}", "n": len(part), "n_offcorpus": len(nq_part)}
     try:
         for mode in args.modes:
-            a = await run_all(engine, answerable, full, mode, budget, args.dump_rows)
-            g = await run_all(engine, unanswerable, nogold, mode, budget, args.dump_rows)
-            o = await run_all(engine, offcorpus, full, mode, budget, args.dump_rows)
+            eng, path = (unjudged, "agent") if mode == BASELINE else (engine, mode)
+            a = await run_all(eng, answerable, full, path, budget, args.dump_rows)
+            g = await run_all(eng, unanswerable, nogold, path, budget, args.dump_rows)
+            o = await run_all(eng, offcorpus, full, path, budget, args.dump_rows)
             out[mode] = {
                 "answered_rate": a.rate(a.answered),
                 "answer_contains_gold": a.rate(a.contains_gold),
@@ -178,7 +185,7 @@ async def evaluate_split(args: argparse.Namespace, split: str, rows: list[dict[s
                 "outcomes_offcorpus": dict(o.outcomes or {}),
             }
     finally:
-        await engine.aclose()
+        await engine.aclose()  # closes the shared index too; the baseline engine holds no runs
     return out
 
 
@@ -200,6 +207,13 @@ def print_table(report: dict[str, Any], modes: Sequence[str]) -> None:
     for key in ("outcomes_answerable", "outcomes_nogold", "outcomes_offcorpus"):
         for s, m in cols:
             print(f"{key} [{s} {m}]: {report['splits'][s][m][key]}")
+    if BASELINE in modes and "agent" in modes:
+        for s in splits:
+            ours, base = report["splits"][s]["agent"], report["splits"][s][BASELINE]
+            for key in ("false_answer_rate_nogold", "false_answer_rate_offcorpus",
+                        "answered_rate", "answer_contains_gold"):
+                ratio = ours[key] / base[key] if base[key] else float("nan")
+                print(f"{s}: agent / {BASELINE} {key}: {ratio:.2f}x")
     sup = report.get("support", {})
     if sup:
         print(f"{'support AUC':<30}{'offline score':>16}{'token overlap':>16}")
@@ -213,14 +227,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     nq = load_jsonl(args.nq)
     root = args.root or Path(os.environ.get("REACTIVE_RAG_HOME", Path.home() / ".cache"
                                             / "reactive_rag")) / "bench-answers"
-    index = CorpusIndex(root)
     splits = ["tune", "report"] if args.split == "both" else [args.split]
     report: dict[str, Any] = {"splits": {}}
-    try:
-        for split in splits:
-            report["splits"][split] = await evaluate_split(args, split, rows, nq, index)
-    finally:
-        index.close()
+    for split in splits:  # the engine closes its index when it is done with a split
+        report["splits"][split] = await evaluate_split(args, split, rows, nq, CorpusIndex(root))
     return report
 
 
@@ -232,7 +242,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--support-data", type=Path, default=DATA_DIR,
                         help="folder with scifact_claim_evidence_nli.jsonl, climate-fever.jsonl")
     parser.add_argument("--split", choices=("tune", "report", "both"), default="both")
-    parser.add_argument("--modes", default="agent,rag")
+    parser.add_argument("--modes", default=f"agent,rag,{BASELINE}",
+                        help=f"paths to run; {BASELINE} is the agent without the "
+                             "answerability judge (the baseline)")
     parser.add_argument("--cap", type=int, default=5, help="evidence chunks given to the writer")
     parser.add_argument("--root", type=Path, default=None, help="index folder")
     parser.add_argument("--no-support", action="store_true", help="skip the support AUCs")

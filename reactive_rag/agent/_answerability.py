@@ -258,12 +258,14 @@ def _value_sentence(answer_type: str, question: str, weights: dict[str, float],
 
 
 def _best_pair(weights: dict[str, float], chunks: Sequence[EvidenceChunk],
-               terms_of: dict[str, set[str]]) -> tuple[float, tuple[EvidenceChunk, ...]]:
+               terms_of: dict[str, set[str]],
+               entities: Sequence[str] = ()) -> tuple[float, tuple[EvidenceChunk, ...]]:
     """The share of the question's weighted terms that the best one or two passages cover.
 
-    A multi-hop question is answered by two passages together (the one naming
-    its subject and the one holding the answer); scattered words across five
-    unrelated passages are not an answer, so the union of all is not used.
+    A multi-hop question is answered by two passages together: the one naming
+    its subject and the one it links to (names the title of), or, when the
+    question names two things (a comparison), one passage about each. Scattered
+    words across unrelated passages are not an answer, so no other pair counts.
     """
     best: tuple[float, tuple[EvidenceChunk, ...]] = (0.0, ())
     for i, a in enumerate(chunks):
@@ -271,11 +273,52 @@ def _best_pair(weights: dict[str, float], chunks: Sequence[EvidenceChunk],
         if one > best[0]:
             best = (one, (a,))
         for b in chunks[i + 1:]:
-            if _REQUIRE_LINK and not (_linked(a, b) or _linked(b, a)):
+            if not (_linked(a, b) or _linked(b, a)
+                    or _each_about_one(terms_of[a.id], terms_of[b.id], entities)):
                 continue
             two = _share(weights, terms_of[a.id] | terms_of[b.id])
             if two > best[0] + 1e-9:
                 best = (two, (a, b))
+    return best
+
+
+def _each_about_one(a: set[str], b: set[str], entities: Sequence[str]) -> bool:
+    """Two passages that each name a different named thing of the question the other lacks."""
+    only_a = {e for e in entities if _mentions(a, e) and not _mentions(b, e)}
+    only_b = {e for e in entities if _mentions(b, e) and not _mentions(a, e)}
+    return bool(only_a) and bool(only_b)
+
+
+def _title_terms(title: str, weights: dict[str, float]) -> set[str]:
+    """A title's words, with the question words that open a glued identifier word in it.
+
+    API names glue words together ("datetime", "fromisoformat"): a question
+    about a "date" is about ``datetime.date`` too.
+    """
+    terms = set(content_terms(title))
+    glued = [t for t in tokenize(title) if len(t) > 4]
+    terms |= {w for w in weights if len(w) >= 4 and any(g.startswith(w) for g in glued)}
+    return terms
+
+
+def _best_window(weights: dict[str, float], chunks: Sequence[EvidenceChunk]
+                 ) -> tuple[float, set[str], EvidenceChunk | None]:
+    """The best share of the question's words in a few consecutive sentences of one passage.
+
+    A long page holds most common words somewhere; the words of a question
+    without names answer it only where they stand together. Returns the share,
+    the words of that window and its passage.
+    """
+    best: tuple[float, set[str], EvidenceChunk | None] = (0.0, set(), None)
+    for c in chunks:
+        title = _title_terms(c.title, weights) if c.title else set()
+        sentences = [set(content_terms(c.text[s:e]))
+                     for s, e in split_sentences(c.text) or [(0, len(c.text))]]
+        for i in range(len(sentences)):
+            have = title.union(*sentences[i:i + _WINDOW_SENTENCES])
+            share = _share(weights, have)
+            if share > best[0]:
+                best = (share, have, c)
     return best
 
 
@@ -311,11 +354,25 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
                 pool.append(more[0])
                 hit = True
         (covered if hit else missing).append(entity)
-    # 2. the question's words, weighted by how specific they are, in one or two passages.
-    share, pair = _best_pair(weights, pool, terms_of)
-    have: set[str] = set()
-    for c in pair:
-        have |= terms_of[c.id]
+    # 2. the question's words, weighted by how specific they are, in one or two passages;
+    # with no named thing to anchor them, close together in one passage.
+    if needs.entities:
+        compared = ([e for e in needs.entities if not e[:1].isdigit()]
+                    if needs.answer_type in _COMPARING else [])
+        share, pair = _best_pair(weights, pool, terms_of, compared)
+        have: set[str] = set()
+        for c in pair:
+            have |= terms_of[c.id]
+    else:
+        share, have, where = _best_window(weights, pool)
+        if share < _TERM_SHARE_NO_NAMES:  # a held passage the final pick left out may say it
+            others = [c for c in held if c.id not in chosen_ids and c.id not in extra]
+            alt = _best_window(weights, others)
+            if alt[0] > share:
+                share, have, where = alt
+                if where is not None and share >= _TERM_SHARE_NO_NAMES:
+                    extra.append(where.id)
+                    pool.append(where)
     absent = [w for w, t in zip(needs.words, needs.terms, strict=True) if t not in have]
     covered.extend(w for w in needs.words if w not in absent)
     # 3. a value of the asked kind in a sentence that bears on the question.
@@ -351,8 +408,9 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
 
 _TERM_SHARE = 0.6
 _TERM_SHARE_NO_NAMES = 0.85
+_WINDOW_SENTENCES = 3
+_COMPARING = frozenset({"choice", "yes_no"})  # answered by one passage about each named thing
 _TERM_SHARE_IN_PASSING = 0.8
-_REQUIRE_LINK = True
 _PARTIAL_SHARE = 0.6
 _VALUE_RELEVANCE = 0.15
 _ZIPF_CEILING = 7.0
@@ -371,5 +429,7 @@ def _searches(needs: QuestionNeeds, missing: Sequence[str], covered: Sequence[st
             out.append(" ".join([entity, *words[:2]]))
     if words and not out:
         anchor = [e for e in needs.entities if e in covered][:1]
-        out.append(" ".join([*anchor, *words]))
+        if not anchor:  # no name to anchor a lone word: the missing words with the rest
+            anchor = [w for w in needs.words if w not in missing][:3]
+        out.append(" ".join([*words, *anchor] if not needs.entities else [*anchor, *words]))
     return out[:2]

@@ -171,6 +171,8 @@ class RunState:
     fell_back: bool = False
     outcome: Outcome | None = None
     gap_rounds: int = 0
+    failed_calls: int = 0
+    last_failure: str = ""
     judged: Answerability | None = None
     selector: EvidenceSelector | None = field(default=None, compare=False)
     conflicts: tuple[Conflict, ...] = ()
@@ -513,8 +515,10 @@ def _on_acting(state: RunState, event: Event, out: list[Command]) -> _Step:
                                       len(state.evidence) - before, None)
             return _run_next(replace(state, in_flight=None), out)
         case SearchFailed() | ReadFailed() | ScrapeFailed() if _is_reply(state, event.call_id):
-            state = _note(state, f"{flight.call.tool} {flight.call.id} failed: "
-                          f"{event.error.kind}: {event.error.message}")
+            failure = f"{flight.call.tool} {flight.call.id} failed: " \
+                      f"{event.error.kind}: {event.error.message}"
+            state = replace(_note(state, failure), failed_calls=state.failed_calls + 1,
+                            last_failure=failure)
             if isinstance(event, SearchFailed):
                 state = _record_query(state, flight.query, 0, 0, None)
             return _run_next(replace(state, in_flight=None), out)
@@ -595,6 +599,10 @@ def _exhausted(state: RunState, resource: Literal["steps", "tool_calls", "tokens
 def _select(state: RunState, mode: WriteMode, out: list[Command]) -> _Step:
     """Pick the writer's evidence with a final rerank against the question."""
     if not state.evidence:
+        if state.tool_calls and state.failed_calls >= state.tool_calls:
+            # Nothing was found because nothing could be searched: not a fact about the corpus.
+            return _done(state, Finish("failed", reason=(
+                f"every tool call failed ({state.failed_calls}); last: {state.last_failure}")), out)
         why = (f"the {state.exhausted.replace('_', ' ')} budget ran out before anything relevant "
                "was found") if state.exhausted else "nothing relevant was found"
         return _done(state, Finish("no_evidence", reason=why), out)

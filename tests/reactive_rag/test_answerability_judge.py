@@ -132,3 +132,39 @@ def test_a_passage_naming_the_subject_in_passing_must_cover_more_than_its_own_pa
     in_passing = chunk("c2", "Hill forts", text)
     assert judge_answerability(question, [own_page]).verdict == "answerable"
     assert judge_answerability(question, [in_passing]).verdict != "answerable"
+
+
+def test_without_names_the_words_must_stand_together_not_across_a_long_page() -> None:
+    far_apart = chunk("d1", "decimal.Decimal", " ".join([
+        "Compare two operands using their abstract representation.",
+        "The context holds the precision.", "Rounding follows the context.",
+        "Signals are raised for invalid operations.",
+        "The C version may raise an error for an operand it cannot convert to strings."]))
+    judged = judge_answerability("How do I compare two version strings?", [far_apart])
+    assert judged.verdict == "unanswerable"
+    together = chunk("v1", "packaging.version", "Compare two version strings by their release "
+                     "numbers, so that 1.10 sorts after 1.9.")
+    assert judge_answerability("How do I compare two version strings?",
+                               [together]).verdict == "answerable"
+
+
+def test_a_question_word_glued_into_an_api_name_counts_as_named() -> None:
+    strptime = chunk("p1", "datetime.datetime.strptime",
+                     "Return an object parsed from a string according to a format.")
+    assert judge_answerability("How do I parse a date string?", [strptime]).verdict == (
+        "answerable")
+
+
+def test_a_comparison_is_answered_by_one_passage_about_each_named_thing() -> None:
+    ada = chunk("a", "Ada Quill", "Ada Quill (born 1961) is an American film director.")
+    ben = chunk("b", "Ben Marsh", "Ben Marsh (1920 - 1990) was an American film director.")
+    judged = judge_answerability("Were Ada Quill and Ben Marsh of the same nationality?",
+                                 [ada, ben])
+    assert judged.verdict == "answerable", judged
+
+
+def test_two_passages_each_naming_one_thing_do_not_answer_a_bridge_question() -> None:
+    one = chunk("a", "Spring fair", "Ada Quill opened the spring fair.")
+    two = chunk("b", "Corner shop", "Ben Marsh opened a corner shop.")
+    judged = judge_answerability("Which fair did Ada Quill open with Ben Marsh?", [one, two])
+    assert judged.verdict != "answerable"

@@ -305,3 +305,19 @@ def test_budget_overrides_are_checked() -> None:
 
 def _unused(event: Event) -> None:  # keep imports honest for type checkers
     _ = event
+
+
+def test_when_every_search_failed_the_run_fails_instead_of_claiming_no_evidence() -> None:
+    state, _ = started(mode="rag")
+    state, cmds = step(state, SearchFailed(call_id="rag-1", query="q", ts=101.0,
+                                           error=ErrorInfo(kind="index_closed",
+                                                           message="the index is closed")))
+    finish = of(cmds, Finish)[0]
+    assert finish.outcome == "failed"
+    assert "index_closed" in finish.reason and "the index is closed" in finish.reason
+
+
+def test_a_search_that_ran_and_found_nothing_is_no_evidence() -> None:
+    state, _ = started(mode="rag")
+    state, cmds = step(state, SearchCompleted(call_id="rag-1", query="q", hits=(), ts=101.0))
+    assert of(cmds, Finish)[0].outcome == "no_evidence"
