@@ -610,7 +610,7 @@ class ExtractiveWriter:
         A chosen claim from a chunk about something the question does not name
         (not in ``named``) is about the answer; that chunk's first sentence,
         when it names its subject itself, says who or what it is, full name
-        included ("Laura Ann Osnes (born 1985) is an American actress"), and
+        included ("Mira Jane Castellane (born 1921) is a French painter"), and
         joins right after the first such claim (at most third).
         """
         for pos, i in enumerate(chosen):
@@ -661,7 +661,7 @@ def _plain_terms(text: str) -> set[str]:
 
 
 def _mention_words(text: str) -> list[str]:
-    """Words as a mention of a title reads them: "Bill Clinton's" -> ["bill", "clinton"]."""
+    """Words as a mention of a title reads them: "Ada Quill's" -> ["ada", "quill"]."""
     return [_POSSESSIVE.sub("", w) for w in tokenize(text)]
 
 

@@ -400,8 +400,8 @@ def support_score(
             with the quote alone: the quote is what the claim says supports it.
         title: the cited chunk's title (also context). A statement written
             ``"<title>: <quote>"`` is the quote about that subject: the title's
-            words count as found and its negation-like words ("No. 2 Squadron",
-            "I Don't Wanna Know") are part of a name.
+            words count as found and its negation-like words ("No. 5 Battalion",
+            "Never Say Goodbye") are part of a name.
         weights: what each kind of mismatch costs.
 
     Pure and deterministic; well under a millisecond for sentence-sized inputs.

@@ -83,22 +83,22 @@ def test_a_year_the_question_already_gives_is_not_the_answer() -> None:
 
 
 def test_two_linked_passages_answer_a_two_hop_question() -> None:
-    first = chunk("m1", "Lewiston Maineiacs", "The Lewiston Maineiacs were a junior ice hockey "
-                  "team that played its home games at the Androscoggin Bank Colisee.")
-    second = chunk("c1", "Androscoggin Bank Colisee", "The Androscoggin Bank Colisee is an arena "
-                   "in Lewiston with 3,677 seats for hockey games.")
+    first = chunk("m1", "Dunmore Gulls", "The Dunmore Gulls were a junior ice hockey "
+                  "team that played its home games at the Pinecrest Arena.")
+    second = chunk("c1", "Pinecrest Arena", "The Pinecrest Arena is an arena "
+                   "in Dunmore with 4,120 seats for hockey games.")
     judged = judge_answerability(
-        "The arena where the Lewiston Maineiacs played their home games can seat how many "
+        "The arena where the Dunmore Gulls played their home games can seat how many "
         "people?", [first, second])
     assert judged.verdict == "answerable", judged
 
 
 def test_two_unlinked_passages_do_not_add_up_to_an_answer() -> None:
-    first = chunk("m1", "Lewiston Maineiacs", "The Lewiston Maineiacs were a junior ice hockey "
-                  "team based in Lewiston, Maine.")
+    first = chunk("m1", "Dunmore Gulls", "The Dunmore Gulls were a junior ice hockey "
+                  "team based in Dunmore.")
     other = chunk("x1", "Centennial Ice Arena", "The arena has 550 seats and home games sold out.")
     judged = judge_answerability(
-        "The arena where the Lewiston Maineiacs played their home games can seat how many "
+        "The arena where the Dunmore Gulls played their home games can seat how many "
         "people?", [first, other])
     assert judged.verdict != "answerable"
 
