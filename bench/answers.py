@@ -198,11 +198,11 @@ def support_figures(data_dir: Path) -> dict[str, float]:
 def print_table(report: dict[str, Any], modes: Sequence[str]) -> None:
     splits = [s for s in ("tune", "report") if s in report["splits"]]
     cols = [(s, m) for s in splits for m in modes]
-    head = "".join(f"{s + ' ' + m:>18}" for s, m in cols)
+    head = "".join(f"{s + ' ' + m:>22}" for s, m in cols)
     print(f"{'measure':<30}{head}")
     for key in ("answered_rate", "answer_contains_gold", "false_answer_rate_nogold",
                 "false_answer_rate_offcorpus", "fabricated_quotes", "mean_s"):
-        cells = "".join(f"{report['splits'][s][m][key]:>18}" for s, m in cols)
+        cells = "".join(f"{report['splits'][s][m][key]:>22}" for s, m in cols)
         print(f"{key:<30}{cells}")
     for key in ("outcomes_answerable", "outcomes_nogold", "outcomes_offcorpus"):
         for s, m in cols:

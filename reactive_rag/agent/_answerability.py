@@ -365,12 +365,13 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
             have |= terms_of[c.id]
     else:
         share, have, where = _best_window(weights, pool)
-        if share < _TERM_SHARE_NO_NAMES:  # a held passage the final pick left out may say it
+        wanted_share = _TERM_SHARE_HOW_TO if needs.answer_type == "how_to" else _TERM_SHARE_NO_NAMES
+        if share < wanted_share:  # a held passage the final pick left out may say it
             others = [c for c in held if c.id not in chosen_ids and c.id not in extra]
             alt = _best_window(weights, others)
             if alt[0] > share:
                 share, have, where = alt
-                if where is not None and share >= _TERM_SHARE_NO_NAMES:
+                if where is not None and share >= wanted_share:
                     extra.append(where.id)
                     pool.append(where)
     absent = [w for w, t in zip(needs.words, needs.terms, strict=True) if t not in have]
@@ -385,8 +386,8 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     # one that names it in passing; without one, more of the question must be covered.
     about = any(_mentions(set(content_terms(c.title)), e) for c in pool if c.title
                 for e in needs.entities if not e[:1].isdigit())
-    threshold = (_TERM_SHARE_NO_NAMES if not needs.entities
-                 else _TERM_SHARE if about else _TERM_SHARE_IN_PASSING)
+    threshold = (_TERM_SHARE if about else _TERM_SHARE_IN_PASSING) if needs.entities else (
+        _TERM_SHARE_HOW_TO if needs.answer_type == "how_to" else _TERM_SHARE_NO_NAMES)
     terms_ok = share >= threshold
     if not terms_ok:
         missing.extend(a for a in absent if a not in missing)
@@ -408,6 +409,9 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
 
 _TERM_SHARE = 0.6
 _TERM_SHARE_NO_NAMES = 0.85
+# A task ("how do I cache the results of an expensive call") is named by its verb and
+# object; documentation rarely repeats the asker's qualifiers ("expensive").
+_TERM_SHARE_HOW_TO = 0.75
 _WINDOW_SENTENCES = 3
 _COMPARING = frozenset({"choice", "yes_no"})  # answered by one passage about each named thing
 _TERM_SHARE_IN_PASSING = 0.8

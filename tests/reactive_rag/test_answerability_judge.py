@@ -168,3 +168,14 @@ def test_two_passages_each_naming_one_thing_do_not_answer_a_bridge_question() ->
     two = chunk("b", "Corner shop", "Ben Marsh opened a corner shop.")
     judged = judge_answerability("Which fair did Ada Quill open with Ben Marsh?", [one, two])
     assert judged.verdict != "answerable"
+
+
+def test_a_how_to_question_is_answered_without_the_askers_qualifiers() -> None:
+    lru = chunk("f2", "functools.lru_cache", "Least-recently-used cache decorator. Arguments "
+                "to the cached function must be hashable. Distinct calls give distinct results.")
+    assert judge_answerability("How can I cache the results of an expensive function call?",
+                               [lru]).verdict == "answerable"
+    # ...but not without its object: "version" is what the task is about
+    strings = chunk("s3", "str.split", "Return a list of the words in the strings, two at most.")
+    assert judge_answerability("How do I compare two version strings?",
+                               [strings]).verdict == "unanswerable"
