@@ -398,6 +398,7 @@ class ExtractiveWriter:
             return low in q_names or (("_" in last or f"{last}(" in q_low) and last in q_names)
 
         base: list[float] = []
+        does: list[bool] = []  # the sentence, its title or subject names the asked action
         reach: list[set[str]] = []  # question terms a sentence covers, with its title
         lead_reach: list[set[str]] = []  # ... and, leading a how-to answer, with its section
         for idx, s in enumerate(sentences):
@@ -421,7 +422,9 @@ class ExtractiveWriter:
                 score += 0.25  # what the API is for: the direct answer to "how do I"
             if s.order == 0 and named_api(s.subject):
                 score += 0.4  # "What does x.y do?": what x.y's docs say first
-            if action and action in (s.terms | title_terms | set(content_terms(s.subject))):
+            does.append(bool(action) and action in (s.terms | title_terms
+                                                    | set(content_terms(s.subject))))
+            if does[-1]:
                 score += 0.2
             if any(m.group(0).lower() not in q_low for m in _PRIVATE_IDENT.finditer(s.quote)):
                 score -= 0.3  # leans on internals the question did not name
@@ -453,6 +456,9 @@ class ExtractiveWriter:
                 if s.chunk.id in linked and (new_terms > 0 or value[i]):
                     gain += 0.3  # the next hop: new words, or the value asked for
                 if chosen:
+                    if (action and not does[i] and len(reach[i]) < 2
+                            and s.subject != sentences[chosen[0]].subject):
+                        continue  # "How do I cache ...": a claim about something else
                     lead_sim = sims.get(chosen[0])
                     if (lead_sim is not None and i in sims and s.chunk.id not in linked
                             and sims[i] < self.support_similarity * lead_sim):

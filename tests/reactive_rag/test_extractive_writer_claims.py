@@ -587,3 +587,16 @@ async def test_the_answer_sentence_is_at_most_one_claim_beyond_max_claims() -> N
         "Describe the orchard keeping appointments of Varland", evidence, mode="answer"
     )
     assert len(plain.claims) == 1
+
+
+async def test_a_how_to_answer_adds_no_claim_about_another_task() -> None:
+    lru = EvidenceChunk(id="f", title="functools.lru_cache", doc_id="f", text=(
+        "Least-recently-used cache decorator.\n\nArguments to the cached function must be "
+        "hashable."))
+    thread = EvidenceChunk(id="t", title="asyncio.to_thread", doc_id="t", text=(
+        "Asynchronously run function func in a separate thread.\n\nReturn a coroutine that "
+        "can be awaited to get the eventual result of func."))
+    draft = await ExtractiveWriter(max_claims=3, min_gain=0.15).write(
+        "How can I cache the results of an expensive function call?", [lru, thread])
+    assert draft.claims and draft.claims[0].source_id == "f"
+    assert all(c.source_id == "f" for c in draft.claims), draft.text  # nothing about threads
