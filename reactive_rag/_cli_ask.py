@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import sys
@@ -162,9 +161,7 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
         result = await handle.wait()
         if view is not None:
             await view.wait()
-        weighed = tuple(dataclasses.replace(c, credibility=credibility.weight(c.chunk))
-                        if c.chunk else c for c in result.citations)
-        return dataclasses.replace(result, citations=weighed)
+        return result
     finally:
         await engine.aclose()
         if web is not None:
@@ -211,8 +208,8 @@ def render_result(result: RunResult, console: Console) -> None:
     for cite in result.citations:
         source = cite.chunk.title or cite.chunk.doc_id if cite.chunk else cite.claim.source_id
         where = cite.chunk.url if cite.chunk else ""
-        weight = cite.weight
-        cred = f" [dim]credibility {weight:g}[/dim]" if weight is not None else ""
+        cred = (f" [dim]credibility {cite.credibility:g}[/dim]"
+                if cite.credibility is not None else "")
         console.print(f"  [{cite.number}] [bold]{source}[/bold] [dim]{where}[/dim]{cred}")
         console.print(f"      “{' '.join(cite.claim.quote.split())}”", style="italic")
     for conflict in _conflicts(result):

@@ -68,15 +68,12 @@ __all__ = ["Citation", "Engine", "RunHandle", "RunResult", "ask"]
 Mode = Literal["agent", "rag"]
 
 
-_DEFAULT_CREDIBILITY = Credibility.defaults()
-
-
 @dataclass(frozen=True, slots=True)
 class Citation:
     """A verified claim with the passage its quote was found in.
 
-    ``credibility`` is the source's weight (see :class:`~actors.rerank.Credibility`);
-    when not given, the built-in table's weight for the chunk.
+    ``credibility`` is the source's weight (see :class:`~actors.rerank.Credibility`)
+    in the table the run was weighed with; ``None`` without a chunk.
     """
 
     number: int
@@ -84,20 +81,13 @@ class Citation:
     chunk: EvidenceChunk | None
     credibility: float | None = None
 
-    @property
-    def weight(self) -> float | None:
-        """The source's credibility weight (``None`` without a chunk)."""
-        if self.credibility is not None:
-            return self.credibility
-        return _DEFAULT_CREDIBILITY.weight(self.chunk) if self.chunk else None
-
     def to_json(self) -> dict[str, Any]:
         """Plain JSON data (the shape the CLI's ``--json`` and the HTTP API return)."""
         return {"number": self.number, "statement": self.claim.statement,
                 "quote": self.claim.quote, "source_id": self.claim.source_id,
                 "title": self.chunk.title if self.chunk else None,
                 "url": self.chunk.url if self.chunk else None,
-                "credibility": self.weight}
+                "credibility": self.credibility}
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,10 +104,12 @@ class RunResult:
     elapsed_s: float
 
     @classmethod
-    def from_events(cls, events: Sequence[Event], *, elapsed_s: float | None = None) -> RunResult:
+    def from_events(cls, events: Sequence[Event], *, elapsed_s: float | None = None,
+                    credibility: Credibility | None = None) -> RunResult:
         """Rebuild a finished run's result from its events (live, stored or replayed).
 
-        ``elapsed_s`` defaults to the time between the first and last event.
+        ``elapsed_s`` defaults to the time between the first and last event;
+        citations are weighed with ``credibility`` (default: the built-in table).
 
         Raises:
             ValueError: the events hold no ``run.finished`` (the run is still going).
@@ -130,12 +122,16 @@ class RunResult:
             if isinstance(event, EvidenceRegistered):
                 for chunk in event.chunks:
                     evidence.setdefault(chunk.id, chunk)
-        citations = tuple(Citation(i, claim, evidence.get(claim.source_id))
-                          for i, claim in enumerate(finished.claims, 1))
+        table = credibility if credibility is not None else Credibility.defaults()
+        citations = []
+        for i, claim in enumerate(finished.claims, 1):
+            source = evidence.get(claim.source_id)
+            citations.append(Citation(i, claim, source,
+                                      table.weight(source) if source is not None else None))
         if elapsed_s is None:
             elapsed_s = events[-1].ts - events[0].ts
         return cls(run_id=finished.run_id, outcome=finished.outcome, answer=finished.answer,
-                   reason=finished.reason, citations=citations, evidence=evidence,
+                   reason=finished.reason, citations=tuple(citations), evidence=evidence,
                    events=tuple(events), elapsed_s=elapsed_s)
 
     @property
@@ -394,7 +390,8 @@ class Engine:
             for kb in session_kbs:  # the session's temporary index goes with the run
                 await kb.close()
         return RunResult.from_events(handle.stream.history(),
-                                     elapsed_s=time.perf_counter() - t0)
+                                     elapsed_s=time.perf_counter() - t0,
+                                     credibility=self.credibility)
 
     def forget(self, run_id: str) -> None:
         """Drop a finished run from :attr:`runs` now (it also leaves by itself when done)."""

@@ -51,9 +51,16 @@ def test_citations_carry_the_sources_credibility() -> None:
     result = _result()
     assert [c.to_json()["credibility"] for c in result.citations] == [1.3, 0.5]  # defaults
     chosen = dataclasses.replace(result.citations[1], credibility=0.9)
-    assert chosen.weight == 0.9 and chosen.to_json()["credibility"] == 0.9
+    assert chosen.credibility == 0.9 and chosen.to_json()["credibility"] == 0.9
     assert Citation(1, result.citations[0].claim, None).to_json()["credibility"] is None
     assert Reexported is Credibility
+
+
+def test_citations_are_weighed_with_the_table_the_run_used() -> None:
+    events = list(_result().events)
+    mine = Credibility.defaults().merged(domains={"ehow.com": 0.8}, collections={})
+    weighed = RunResult.from_events(events, credibility=mine)
+    assert [c.credibility for c in weighed.citations] == [1.3, 0.8]
 
 
 def test_the_cli_answer_shows_credibility_and_the_disagreement() -> None:
