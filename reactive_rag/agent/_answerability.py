@@ -101,8 +101,6 @@ _ASKING = frozenset(
 # Numbers a question gives ("the 1964 team", "Interstate 77"): a passage about another year
 # or another number is about something else.
 _QUESTION_NUMBER = re.compile(r"\b\d+(?:[\u2013\-/]\d+)?(?:st|nd|rd|th)?\b")
-_DEFINITION_TAIL = re.compile(r"^(?:what\s+is|what\s+are|what's|define|meaning\s+of)\s+",
-                              re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +108,14 @@ class QuestionNeeds:
     """What a question asks for: the answer's kind, its named things, its other words."""
 
     answer_type: str
-    entities: tuple[str, ...]
+    entities: tuple[str, ...]  # named things, then the numbers the question gives
     terms: tuple[str, ...]  # stems of content words outside the entities
     words: tuple[str, ...]  # the same words as written, for messages and searches
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The named things alone, without the question's numbers."""
+        return tuple(e for e in self.entities if not e[:1].isdigit())
 
 
 def analyse_question(question: str) -> QuestionNeeds:
@@ -355,23 +358,27 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
                 hit = True
         (covered if hit else missing).append(entity)
     # 2. the question's words, weighted by how specific they are, in one or two passages;
-    # with no named thing to anchor them, close together in one passage.
+    # with no named thing to anchor them, close together in one passage. A passage
+    # *about* a named thing (titled after it) is stronger evidence than one naming it
+    # in passing; without one, more of the question must be covered.
+    about = any(_mentions(set(content_terms(c.title)), e) for c in pool if c.title
+                for e in needs.names)
+    threshold = (_TERM_SHARE if about else _TERM_SHARE_IN_PASSING) if needs.entities else (
+        _TERM_SHARE_HOW_TO if needs.answer_type == "how_to" else _TERM_SHARE_NO_NAMES)
     if needs.entities:
-        compared = ([e for e in needs.entities if not e[:1].isdigit()]
-                    if needs.answer_type in _COMPARING else [])
+        compared = needs.names if needs.answer_type in _COMPARING else ()
         share, pair = _best_pair(weights, pool, terms_of, compared)
         have: set[str] = set()
         for c in pair:
             have |= terms_of[c.id]
     else:
         share, have, where = _best_window(weights, pool)
-        wanted_share = _TERM_SHARE_HOW_TO if needs.answer_type == "how_to" else _TERM_SHARE_NO_NAMES
-        if share < wanted_share:  # a held passage the final pick left out may say it
+        if share < threshold:  # a held passage the final pick left out may say it
             others = [c for c in held if c.id not in chosen_ids and c.id not in extra]
             alt = _best_window(weights, others)
             if alt[0] > share:
                 share, have, where = alt
-                if where is not None and share >= wanted_share:
+                if where is not None and share >= threshold:
                     extra.append(where.id)
                     pool.append(where)
     absent = [w for w, t in zip(needs.words, needs.terms, strict=True) if t not in have]
@@ -381,13 +388,7 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     value = not wants_value or _value_sentence(needs.answer_type, question, weights, pool)
     if not value:
         missing.append(_VALUE_WORDS[needs.answer_type])
-    entities_ok = not missing or all(m not in needs.entities for m in missing)
-    # A passage *about* a named thing (titled after it) is stronger evidence than
-    # one that names it in passing; without one, more of the question must be covered.
-    about = any(_mentions(set(content_terms(c.title)), e) for c in pool if c.title
-                for e in needs.entities if not e[:1].isdigit())
-    threshold = (_TERM_SHARE if about else _TERM_SHARE_IN_PASSING) if needs.entities else (
-        _TERM_SHARE_HOW_TO if needs.answer_type == "how_to" else _TERM_SHARE_NO_NAMES)
+    entities_ok = all(e in covered for e in needs.entities)
     terms_ok = share >= threshold
     if not terms_ok:
         missing.extend(a for a in absent if a not in missing)
@@ -397,7 +398,7 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
                              "the evidence covers every part of the question", (), tuple(extra))
     # A partial answer must be about a named thing of the question: words of a question
     # matched here and there are not a part of its answer.
-    named = [e for e in needs.entities if e in covered and not e[:1].isdigit()]
+    named = [e for e in needs.names if e in covered]
     if named and len(named) * 2 >= len(needs.entities) and share >= _PARTIAL_SHARE:
         return Answerability("partial", needs.answer_type, tuple(covered), tuple(missing),
                              f"the evidence does not cover {', '.join(missing)}", tuple(searches),

@@ -677,7 +677,7 @@ def _gap_searches(state: RunState, judged: Answerability) -> tuple[str, ...]:
     fresh = [q for q in dict.fromkeys(s.strip() for s in judged.searches if s.strip())
              if call_signature(ToolCall(id="gap", tool="search", args={"query": q}))
              not in state.seen_signatures]
-    return tuple(fresh[: max(0, min(room, 3))])
+    return tuple(fresh[: max(0, room)])
 
 
 def _write(state: RunState, ids: tuple[str, ...], out: list[Command],
