@@ -34,9 +34,7 @@ from streams import EvidenceChunk
 from ..run import Answerability
 from ._offline_planner import desubjectivize, extract_entities, question_entities
 
-__all__ = [
-        "QuestionNeeds", "analyse_question", "judge_answerability",
-    ]
+__all__ = ["QuestionNeeds", "analyse_question", "holds_new_value", "judge_answerability"]
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")

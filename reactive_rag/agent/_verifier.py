@@ -48,7 +48,7 @@ from actors.text import content_terms, tokenize
 from streams import Claim, ClaimError, EvidenceChunk
 
 from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportWeights, support_score
-from ._yes_no import lead_words
+from ._yes_no import LEAD_WORDS
 
 __all__ = [
     "DEFAULT_SUPPORT_THRESHOLD",
@@ -588,13 +588,16 @@ def bearing_on_question(
     return ok
 
 
+_LEAD_STEMS = frozenset(content_terms(" ".join(LEAD_WORDS)))
+
+
 def lead_is_backed(lead: str, claims: Sequence[Claim],
                    registry: Mapping[str, EvidenceChunk]) -> bool:
     """Whether a writer's lead says nothing its verified claims do not.
 
     A lead ("Yes: both are American.") is an inference, not a quote: every
     content word of it, apart from the few words that state a verdict
-    (:func:`~reactive_rag.agent.lead_words`), must occur in the quotes of the
+    (``LEAD_WORDS``), must occur in the quotes of the
     kept claims or the titles of their chunks.
     """
     if not claims:
@@ -605,6 +608,5 @@ def lead_is_backed(lead: str, claims: Sequence[Claim],
         chunk = registry.get(claim.source_id)
         if chunk is not None and chunk.title:
             backed |= set(content_terms(chunk.title))
-    allowed = set(content_terms(" ".join(lead_words())))
-    said = set(content_terms(lead)) - allowed
+    said = set(content_terms(lead)) - _LEAD_STEMS
     return bool(said) and said <= backed

@@ -25,32 +25,23 @@ from streams import Claim, EvidenceChunk
 
 from ._offline_planner import extract_entities
 
-__all__ = [
-        "YesNo", "answer_yes_no", "lead_words",
-    ]
+__all__ = ["LEAD_WORDS", "YesNo", "answer_yes_no"]
 
 _SAME = re.compile(r"\bsame\s+([a-z]+)", re.IGNORECASE)
 _BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
 _NATIONALITY = frozenset({"nationality", "country", "citizenship", "origin", "nation"})
-# Words a lead may add to what its quotes say.
-_LEAD_WORDS = frozenset({"yes", "no", "both", "same", "neither", "only", "are", "is", "not",
+LEAD_WORDS = frozenset({"yes", "no", "both", "same", "neither", "only", "are", "is", "not",
                          "while", "described", "as", "for"})
+"""Words a lead may use that its quotes need not contain: they state the verdict."""
 
 
 @dataclass(frozen=True, slots=True)
 class YesNo:
     """A yes/no verdict, the lead sentence that says it, and the quotes it rests on."""
 
-    verdict: Literal[
-        "yes", "no",
-    ]
+    verdict: Literal["yes", "no"]
     lead: str
     claims: tuple[Claim, ...]
-
-
-def lead_words() -> frozenset[str]:
-    """Words a lead may use that its quotes need not contain ("yes", "both", "only"...)."""
-    return _LEAD_WORDS
 
 
 def _description(entity: str, evidence: Sequence[EvidenceChunk]) -> tuple[EvidenceChunk,
@@ -116,7 +107,7 @@ def answer_yes_no(question: str, entities: Sequence[str],
     if _BOTH.search(question):
         named = {t for e in entities for t in content_terms(e)}
         wanted = [w for w in tokenize(question)
-                  if w not in STOPWORDS and w not in _LEAD_WORDS and content_terms(w)
+                  if w not in STOPWORDS and w not in LEAD_WORDS and content_terms(w)
                   and content_terms(w)[0] not in named and w not in _QUESTION_WORDS]
         if not wanted:
             return None
