@@ -4,7 +4,15 @@ normalisation and keyword helpers. Pure Python + numpy; no models.
 """
 
 from ._chunking import TextChunk, chunk_text, split_sentences
-from ._keywords import DEMONYMS, STOPWORDS, content_terms, keyword_coverage, stem, tokenize
+from ._keywords import (
+    DEMONYMS,
+    NEGATIONS,
+    STOPWORDS,
+    content_terms,
+    keyword_coverage,
+    stem,
+    tokenize,
+)
 from ._markup import CLEAN_MARKUP_VERSION, clean_markup, looks_like_code
 from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, simhash64
 from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url
@@ -12,6 +20,7 @@ from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url
 __all__ = [
     "CLEAN_MARKUP_VERSION",
     "DEMONYMS",
+    "NEGATIONS",
     "STOPWORDS",
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",

@@ -13,7 +13,15 @@ from collections.abc import Iterable
 
 import Stemmer
 
-__all__ = ["DEMONYMS", "STOPWORDS", "content_terms", "keyword_coverage", "stem", "tokenize"]
+__all__ = [
+    "DEMONYMS",
+    "NEGATIONS",
+    "STOPWORDS",
+    "content_terms",
+    "keyword_coverage",
+    "stem",
+    "tokenize",
+]
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 
@@ -33,6 +41,9 @@ _STOPWORDS_TEXT = """
 """
 STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
 """English function words (the classic Snowball/SMART core) ignored by coverage."""
+
+NEGATIONS: frozenset[str] = frozenset({"not", "no", "never", "nor", "none", "neither", "without"})
+"""Words that negate what follows: a fuzzy match or a paraphrase must not drop or add one."""
 
 DEMONYMS: frozenset[str] = frozenset(
     """

@@ -56,7 +56,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from actors.text import STOPWORDS, stem, tokenize
+from actors.text import NEGATIONS, STOPWORDS, stem, tokenize
 
 __all__ = ["DEFAULT_SUPPORT_WEIGHTS", "SupportScore", "SupportWeights", "support_score"]
 
@@ -145,8 +145,8 @@ def _wordset(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_NEGATION_WORDS = _wordset(
-    """not no never nor none neither without cannot nothing nobody nowhere lack lacks lacked
+_NEGATION_WORDS = NEGATIONS | _wordset(
+    """cannot nothing nobody nowhere lack lacks lacked
     lacking fail fails failed unable absent absence unrelated unaffected unchanged independent
     independently ineffective incapable insignificant nonsignificant unnecessary dispensable
     irrelevant inactive unlikely impossible"""

@@ -44,7 +44,7 @@ from typing import Protocol, runtime_checkable
 
 from rapidfuzz import fuzz
 
-from actors.text import content_terms, tokenize
+from actors.text import NEGATIONS, content_terms, tokenize
 from streams import Claim, ClaimError, EvidenceChunk
 
 from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportWeights, support_score
@@ -104,7 +104,7 @@ _CHAR_MAP = str.maketrans(
 _TOKEN = re.compile(r"[^\W_]+")
 _NUMBER = re.compile(r"\d")
 # ("t" is the tail of "doesn't" and the like once punctuation splits words.)
-_NEGATIONS = frozenset({"not", "no", "never", "nor", "none", "neither", "without", "t"})
+_NEGATIONS = NEGATIONS | {"t"}
 
 
 def normalize_text(text: str) -> str:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from actors.rerank import Credibility
-from actors.text import STOPWORDS, content_terms, split_sentences, stem
+from actors.text import NEGATIONS, STOPWORDS, content_terms, split_sentences, stem
 from streams import Claim, Conflict, ConflictDetected, ConflictSide, EvidenceChunk
 
 __all__ = ["conflict_claims", "conflicts_for_answer", "find_conflicts"]
@@ -92,7 +92,7 @@ _HEDGES = frozenset({"reportedly", "allegedly", "supposedly", "rumoured", "rumor
                      "probably", "perhaps", "may", "might", "claimed", "claims", "claim",
                      "believed", "thought", "disputed", "uncertain", "unclear", "unknown",
                      "unconfirmed", "legend", "sources"})
-_NEGATIONS = frozenset({"not", "never", "no", "nor", "neither", "t"})
+_NEGATIONS = NEGATIONS | {"t"}  # ("t": the tail of "wasn't" once split)
 _BOUNDS = ("more than", "less than", "fewer than", "at least", "at most", "up to", "over",
            "under", "nearly", "almost", "above", "below", "exceeding", "before", "after",
            "since", "until", "by", "till", "early", "late", "mid")
