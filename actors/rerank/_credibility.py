@@ -23,6 +23,7 @@ from streams import EvidenceChunk
 
 __all__ = ["DEFAULT_COLLECTION_WEIGHTS", "DEFAULT_DOMAIN_WEIGHTS", "Credibility"]
 
+_HOST_CACHE = 4096
 MIN_WEIGHT = 0.1
 MAX_WEIGHT = 10.0
 
@@ -103,7 +104,7 @@ class Credibility:
         ValueError: a weight outside ``[0.1, 10]`` or an empty name.
     """
 
-    __slots__ = ("_collections", "_domains", "_order")
+    __slots__ = ("_collections", "_domains", "_hosts", "_order")
 
     def __init__(
         self,
@@ -114,6 +115,9 @@ class Credibility:
         self._collections = _check("collection", collections or {})
         # Most specific first, so the first match wins.
         self._order = sorted(self._domains, key=lambda p: (-_literal_chars(p), p))
+        # host -> weight, filled on lookup: the reranker asks for every candidate of every
+        # search, and most candidates of a run share a few hosts.
+        self._hosts: dict[str, float | None] = {}
 
     @classmethod
     def defaults(cls) -> Credibility:
@@ -130,14 +134,6 @@ class Credibility:
                            {**self._collections, **_check("collection", collections or {})})
 
     @property
-    def domains(self) -> Mapping[str, float]:
-        return dict(self._domains)
-
-    @property
-    def collections(self) -> Mapping[str, float]:
-        return dict(self._collections)
-
-    @property
     def neutral(self) -> bool:
         """True when every weight is 1.0 (the table changes nothing)."""
         return all(w == 1.0 for w in (*self._domains.values(), *self._collections.values()))
@@ -147,6 +143,13 @@ class Credibility:
         host = host.strip().lower().rstrip(".")
         if not host:
             return None
+        if host not in self._hosts:
+            if len(self._hosts) >= _HOST_CACHE:
+                self._hosts.clear()  # bounded: a long-lived server sees many hosts
+            self._hosts[host] = self._match(host)
+        return self._hosts[host]
+
+    def _match(self, host: str) -> float | None:
         for pattern in self._order:
             if any(ch in pattern for ch in "*?["):
                 if fnmatch.fnmatchcase(host, pattern):
