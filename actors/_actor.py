@@ -30,6 +30,9 @@ class Actor:
         mailbox_size: requests that may wait; a full mailbox answers the
             request with a failure event instead of blocking the stream.
         timeout_s: cap per request; the run's remaining time caps it further.
+        finalizes: the actor answers after the deadline too (writer, verifier,
+            final rerank): its requests are capped by the deadline *plus* the
+            run's grace, so a finalizer that awaits is not cut at once.
     """
 
     name: str = ""
@@ -37,6 +40,7 @@ class Actor:
     concurrency: int = 1
     mailbox_size: int = 1024
     timeout_s: float | None = None
+    finalizes: bool = False
 
     async def on_start(self, ctx: ActorContext) -> None:
         """Called once before the first message (acquire resources here)."""

@@ -480,10 +480,15 @@ class ActorRun:
                 box.workers.discard(me)
 
     def _request_timeout(self, actor: Actor) -> float | None:
-        """The actor's cap, further capped by the time the run has left."""
-        left = self.remaining()
-        if left is None:
+        """The actor's cap, further capped by the time the run has left.
+
+        One deadline rules every actor; a finalizer also gets the grace after
+        it, which is what the grace is for (answering from the evidence held).
+        """
+        if self._deadline is None:
             return actor.timeout_s
+        end = self._deadline + (self._grace_s if actor.finalizes else 0.0)
+        left = max(0.0, end - asyncio.get_running_loop().time())
         return left if actor.timeout_s is None else min(actor.timeout_s, left)
 
     def _answer_failure(self, box: _Mailbox, msg: Event, exc: BaseException) -> None:

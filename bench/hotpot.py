@@ -1,6 +1,6 @@
 """Agent vs one-shot RAG on HotpotQA: does searching again find both gold paragraphs?
 
-    python bench/hotpot.py [--data PATH] [--n 100] [--json]
+    python bench/hotpot.py [--data PATH] [--offset 0] [--n 100] [--json]
 
 One corpus is built from every paragraph of the questions used (so each
 question must find its 2 gold paragraphs among ~10 x n), indexed once with the
@@ -39,10 +39,10 @@ DEFAULT_DATA = Path(os.environ.get("REACTIVE_RAG_DATA", Path(__file__).resolve()
 COLLECTION = "hotpot"
 
 
-def load(path: Path, n: int) -> list[dict[str, Any]]:
+def load(path: Path, n: int, offset: int = 0) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    return rows[:n]
+    return rows[offset:offset + n]
 
 
 def documents(rows: Sequence[dict[str, Any]]) -> list[Document]:
@@ -118,10 +118,11 @@ async def evaluate(rows: list[dict[str, Any]], engine: Engine, mode: str,
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    rows = load(args.data, args.n)
+    rows = load(args.data, args.n, args.offset)
     root = args.root or Path(os.environ.get("REACTIVE_RAG_HOME", Path.home() / ".cache"
                                             / "reactive_rag")) / "bench-hotpot"
-    index = CorpusIndex(root / f"n{len(rows)}")
+    index = CorpusIndex(root / (f"n{len(rows)}" if args.offset == 0
+                                else f"o{args.offset}-n{len(rows)}"))
     t0 = time.perf_counter()
     report = index.index_documents(COLLECTION, documents(rows))
     build_s = time.perf_counter() - t0
@@ -132,14 +133,15 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         agent = await evaluate(rows, engine, "agent", budget)
     finally:
         await engine.aclose()
-    return {"n": len(rows), "docs": report.documents, "chunks": report.chunks,
-            "index_build_s": round(build_s, 1), "rag": rag, "agent": agent}
+    return {"n": len(rows), "offset": args.offset, "docs": report.documents,
+            "chunks": report.chunks, "index_build_s": round(build_s, 1), "rag": rag, "agent": agent}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    parser.add_argument("--n", type=int, default=100, help="questions (first n of the file)")
+    parser.add_argument("--n", type=int, default=100, help="questions (n rows from --offset)")
+    parser.add_argument("--offset", type=int, default=0, help="first row (150: the held-out rows)")
     parser.add_argument("--cap", type=int, default=5, help="evidence chunks given to the writer")
     parser.add_argument("--root", type=Path, default=None, help="index folder")
     parser.add_argument("--json", action="store_true")
@@ -149,8 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     out = asyncio.run(main_async(args))
     rag, agent = out["rag"], out["agent"]
-    print(f"HotpotQA: {out['n']} questions, corpus {out['docs']} paragraphs / {out['chunks']} "
-          f"chunks (index built/opened in {out['index_build_s']}s), evidence cap {args.cap}")
+    print(f"HotpotQA: {out['n']} questions (rows {out['offset']}-{out['offset'] + out['n'] - 1}), "
+          f"corpus {out['docs']} paragraphs / {out['chunks']} chunks "
+          f"(index built/opened in {out['index_build_s']}s), evidence cap {args.cap}")
     print(f"{'measure':<28}{'one-shot rag':>14}{'agent':>12}{'agent - rag':>14}")
     for key, label in (("both_gold", "both-gold recall"), ("any_gold", "at-least-one recall")):
         print(f"{label:<28}{rag[key]:>14.3f}{agent[key]:>12.3f}"
@@ -162,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps({
             "n": out["n"],
+            "offset": out["offset"],
             "both_gold_agent": round(agent["both_gold"], 4),
             "both_gold_rag": round(rag["both_gold"], 4),
             "any_gold_agent": round(agent["any_gold"], 4),

@@ -1,32 +1,50 @@
-"""``reactive-rag ask`` and ``reactive-rag demo``: a run with a live view of its stream."""
+"""``reactive-rag ask`` and ``reactive-rag demo``: a run with a live view of its stream.
+
+``--record FILE`` tapes the run's outside responses and ``--replay FILE`` runs it again
+from the tape alone (see :mod:`reactive_rag.cassette`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import sys
-from collections.abc import Callable
+import uuid
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-from actors.models import OpenAIChatClient
+from actors.models import ChatModel, OpenAIChatClient
 from actors.providers import CredibilitySettings, ProviderError, load_search_config
 from actors.rerank import Credibility
+from actors.scrape import ScraperActor
 from actors.search import Searcher
 from streams import AsyncSubscriber, ConflictDetected, OverflowPolicy
 
+from ._chat_setup import CHAT_QUIRKS, chat_policies
 from ._console import EventPrinter, conflict_sides
 from ._engine import Engine, RunResult
-from .agent import ChatEntailment, ChatPlanner, ChatWriter, PlannerPolicy, WriterPolicy
+from .agent import ChatEntailment, PlannerPolicy, WriterPolicy
+from .cassette import (
+    Cassette,
+    CassetteError,
+    CassetteHeader,
+    CassetteSetup,
+    ChatSetup,
+    describe_searcher,
+)
 from .index import STDLIB_COLLECTION, CorpusIndex
-from .run import RunConfigError
+from .run import Budget, RunConfigError
 
 __all__ = ["DEMO_QUESTION", "add_ask_commands", "credibility_from", "render_result", "result_json"]
 
@@ -39,22 +57,22 @@ def add_ask_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "ask", help="answer a question with verified citations, showing the run live",
         description="Runs the agent (or one-shot RAG) over local collections and prints its "
         "event stream live, then the answer with numbered citations and their quotes.")
-    ask.add_argument("question")
+    ask.add_argument("question", nargs="?", help="the question (with --replay: the recorded one)")
     _run_options(ask)
-    ask.set_defaults(func=_cmd_ask)
+    ask.set_defaults(func=_cmd_ask, default_question=None)
     demo = subparsers.add_parser(
         "demo", help="index the bundled default corpus (first time) and answer a question",
         description="Builds (or reuses) the standard-library documentation index and asks "
         "a real question over it, showing the whole run.")
-    demo.add_argument("question", nargs="?", default=DEMO_QUESTION)
+    demo.add_argument("question", nargs="?", help=f"default: {DEMO_QUESTION!r}")
     _run_options(demo)
-    demo.set_defaults(func=_cmd_ask)
+    demo.set_defaults(func=_cmd_ask, default_question=DEMO_QUESTION)
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--collection", "-c", action="append", dest="collections",
                    help=f"collection to search (repeatable; default {STDLIB_COLLECTION})")
-    p.add_argument("--mode", choices=("agent", "rag"), default="agent")
+    p.add_argument("--mode", choices=("agent", "rag"), default=None, help="default: agent")
     p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
                    help="override a budget limit, e.g. max_tool_calls=4 or wall_s=30")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
@@ -79,6 +97,13 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entailment-model",
                    default=os.environ.get("REACTIVE_RAG_ENTAILMENT_MODEL", "default"),
                    help="model name sent to the entailment server")
+    tape = p.add_mutually_exclusive_group()
+    tape.add_argument("--record", type=Path, metavar="FILE",
+                      help="store every search response, fetched page and chat completion "
+                           "of the run in FILE (JSON lines), to --replay it later")
+    tape.add_argument("--replay", type=Path, metavar="FILE",
+                      help="run a --record FILE again with no network, provider config or "
+                           "API keys: question, options and run id come from the file")
 
 
 def _parse_budget(items: list[str]) -> dict[str, Any]:
@@ -109,9 +134,65 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     return 0 if result.answered or result.outcome in ("partial", "no_evidence") else 1
 
 
-async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any]) -> RunResult:
+@dataclass
+class _Setup:
+    """What one ``ask`` run is built from, live or replayed, and what to close after it."""
+
+    start: dict[str, Any]
+    credibility: Credibility
     web: Searcher | None = None
-    chat: OpenAIChatClient | None = None
+    compression: Literal["none", "rag"] = "none"
+    planner: Callable[[], PlannerPolicy] | None = None
+    writer: Callable[[], WriterPolicy] | None = None
+    entailment: ChatEntailment | None = None
+    scraper: Callable[[], ScraperActor] | None = None
+    cassette: Cassette | None = None
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        for close in self.closers:
+            with contextlib.suppress(Exception):
+                await close()
+        if self.cassette is not None:
+            self.cassette.close()
+
+
+async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any]) -> RunResult:
+    setup = _replayed(args, budget) if args.replay else _live(args, budget)
+    engine = Engine(CorpusIndex(args.root), web=setup.web, web_compression=setup.compression,
+                    planner=setup.planner, writer=setup.writer, credibility=setup.credibility,
+                    entailment=setup.entailment, scraper=setup.scraper)
+    started = False
+    try:
+        collections = setup.start["collections"]
+        if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):
+            await asyncio.to_thread(_build_default, engine, console, args.json)
+        handle = engine.start(**setup.start)
+        started = True
+        view: AsyncSubscriber | None = None
+        if not args.quiet:
+            printer = EventPrinter(console, show_progress=args.progress)
+            view = AsyncSubscriber(printer, name="terminal", maxsize=10_000,
+                                   policy=OverflowPolicy.DROP_NORMAL).attach(handle.stream)
+        result = await handle.wait()
+        if view is not None:
+            await view.wait()
+        return result
+    finally:
+        await engine.aclose()
+        if not started and setup.cassette is not None and setup.cassette.mode == "record":
+            setup.cassette.discard()  # nothing ran: keep an earlier recording intact
+        await setup.aclose()
+        if started and setup.cassette is not None and not args.quiet:
+            _tell_cassette(setup.cassette)
+
+
+def _live(args: argparse.Namespace, budget: dict[str, Any]) -> _Setup:
+    """A run against the configured providers and servers (recorded with ``--record``)."""
+    question = args.question or args.default_question
+    if not question:
+        raise RunConfigError("ask needs a question (or --replay FILE)")
+    web: Searcher | None = None
     compression: Literal["none", "rag"] = "none"
     settings = CredibilitySettings()
     if args.web:
@@ -125,51 +206,112 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
     else:
         with contextlib.suppress(ProviderError):  # a local run needs no web config
             settings = load_search_config().tenant().credibility
-    credibility = credibility_from(settings)
-    planner: Callable[[], PlannerPolicy] | None = None
-    writer: Callable[[], WriterPolicy] | None = None
+    setup = _Setup(start={"question": question, "mode": args.mode or "agent",
+                          "collections": tuple(args.collections or (STDLIB_COLLECTION,)),
+                          "budget": budget},
+                   credibility=credibility_from(settings), web=web, compression=compression)
+    if web is not None:
+        setup.closers.append(web.aclose)
+    chat: ChatModel | None = None
     if args.model_url:
-        chat = OpenAIChatClient(args.model_url, model=args.model,
-                                api_key=os.environ.get("REACTIVE_RAG_CHAT_API_KEY"))
-        client = chat
-        quirky = args.model_quirks == "llama-cpp-python"
-
-        def planner() -> PlannerPolicy:
-            return ChatPlanner(client, stream=not quirky, results_as_user=quirky)
-
-        def writer() -> WriterPolicy:
-            return ChatWriter(client)
-
-    judge: OpenAIChatClient | None = None
+        client = OpenAIChatClient(args.model_url, model=args.model,
+                                  api_key=os.environ.get("REACTIVE_RAG_CHAT_API_KEY"))
+        setup.closers.append(client.aclose)
+        chat = client
+    judge: ChatModel | None = None
     if args.entailment_url:
-        judge = OpenAIChatClient(args.entailment_url, model=args.entailment_model,
-                                 api_key=os.environ.get("REACTIVE_RAG_ENTAILMENT_API_KEY"))
-    engine = Engine(CorpusIndex(args.root), web=web, web_compression=compression,
-                    planner=planner, writer=writer, credibility=credibility,
-                    entailment=ChatEntailment(judge) if judge is not None else None)
+        judge_client = OpenAIChatClient(
+            args.entailment_url, model=args.entailment_model,
+            api_key=os.environ.get("REACTIVE_RAG_ENTAILMENT_API_KEY"))
+        setup.closers.append(judge_client.aclose)
+        judge = judge_client
+    if args.record:
+        cassette = _record(args, setup, settings, chat is not None, judge is not None)
+        setup.cassette = cassette
+        setup.start["edges"] = cassette.edges()
+        if setup.web is not None:
+            setup.web = cassette.searcher(setup.web)
+            setup.scraper = cassette.scraper()
+        chat = cassette.chat(chat, role="chat") if chat is not None else None
+        judge = cassette.chat(judge, role="entailment") if judge is not None else None
+    if chat is not None:
+        setup.planner, setup.writer = chat_policies(chat, quirks=args.model_quirks)
+    if judge is not None:
+        setup.entailment = ChatEntailment(judge)
+    return setup
+
+
+def _record(args: argparse.Namespace, setup: _Setup, settings: CredibilitySettings,
+            chat: bool, judge: bool) -> Cassette:
+    """Open the recording; its header holds all a replay needs besides the answers."""
     try:
-        collections = tuple(args.collections or (STDLIB_COLLECTION,))
-        if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):
-            await asyncio.to_thread(_build_default, engine, console, args.json)
-        handle = engine.start(args.question, mode=args.mode, collections=collections,
-                              budget=budget)
-        view: AsyncSubscriber | None = None
-        if not args.quiet:
-            printer = EventPrinter(console, show_progress=args.progress)
-            view = AsyncSubscriber(printer, name="terminal", maxsize=10_000,
-                                   policy=OverflowPolicy.DROP_NORMAL).attach(handle.stream)
-        result = await handle.wait()
-        if view is not None:
-            await view.wait()
-        return result
-    finally:
-        await engine.aclose()
-        if web is not None:
-            await web.aclose()
-        if chat is not None:
-            await chat.aclose()
-        if judge is not None:
-            await judge.aclose()
+        limits = Budget().with_overrides(dict(setup.start["budget"]))
+    except (ValueError, TypeError) as exc:
+        raise RunConfigError(str(exc)) from exc
+    setup.start["run_id"] = uuid.uuid4().hex[:12]
+    header = CassetteHeader(
+        question=setup.start["question"], mode=setup.start["mode"],
+        run_id=setup.start["run_id"], budget=dataclasses.asdict(limits),
+        collections=setup.start["collections"],
+        setup=CassetteSetup(
+            web=describe_searcher(setup.web) if setup.web is not None else None,
+            compression=setup.compression, credibility=settings.model_dump(mode="json"),
+            chat=ChatSetup(model=args.model, quirks=args.model_quirks) if chat else None,
+            entailment=ChatSetup(model=args.entailment_model) if judge else None))
+    try:
+        return Cassette.record(args.record, header)
+    except CassetteError as exc:
+        raise RunConfigError(f"--record: {exc}") from exc
+
+
+def _replayed(args: argparse.Namespace, budget: dict[str, Any]) -> _Setup:
+    """The recorded run again, its providers, pages and models answered by the cassette."""
+    given = [flag for flag, used in (("--mode", args.mode is not None),
+                                     ("--collection", bool(args.collections)),
+                                     ("--budget", bool(budget))) if used]
+    if given:
+        raise RunConfigError(f"--replay takes the run's options from the cassette; "
+                             f"drop {', '.join(given)}")
+    try:
+        cassette = Cassette.load(args.replay)
+    except CassetteError as exc:
+        raise RunConfigError(f"--replay: {exc}") from exc
+    recorded = cassette.header.setup
+    try:
+        settings = CredibilitySettings.model_validate(recorded.credibility)
+    except ValidationError as exc:
+        raise RunConfigError(f"--replay: {args.replay}: bad credibility settings: {exc}") from exc
+    start = cassette.start_options()
+    if args.question and args.question != start["question"]:
+        Console(stderr=True).print("[yellow]replay:[/yellow] the question differs from the "
+                                   "recorded one; requests not in the cassette will fail")
+        start["question"] = args.question
+    setup = _Setup(start=start, credibility=credibility_from(settings),
+                   compression=recorded.compression, cassette=cassette)
+    if recorded.web is not None:
+        setup.web = cassette.searcher()
+        setup.scraper = cassette.scraper()
+    if recorded.chat is not None:
+        if recorded.chat.quirks not in CHAT_QUIRKS:
+            raise RunConfigError(f"--replay: unknown chat quirks {recorded.chat.quirks!r}")
+        setup.planner, setup.writer = chat_policies(
+            cassette.chat(role="chat"), quirks=recorded.chat.quirks)
+    if recorded.entailment is not None:
+        setup.entailment = ChatEntailment(cassette.chat(role="entailment"))
+    return setup
+
+
+def _tell_cassette(cassette: Cassette) -> None:
+    err = Console(stderr=True, highlight=False)
+    if cassette.mode == "record":
+        err.print(f"[dim]recorded {len(cassette.interactions)} interactions to "
+                  f"{cassette.path}[/dim]")
+        return
+    unused = cassette.unused()
+    if unused:
+        kinds = ", ".join(sorted({i.kind for i in unused}))
+        err.print(f"[yellow]replay:[/yellow] {len(unused)} recorded interaction(s) ({kinds}) "
+                  "were never asked for: the run went another way than the recording")
 
 
 def credibility_from(settings: CredibilitySettings) -> Credibility:

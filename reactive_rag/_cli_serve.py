@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from streams import Event, RunFinished, encode_json
@@ -65,14 +66,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
         config = _config(args, host=args.host, port=args.port)
+        app = create_app(config)  # builds each tenant's searcher and chat client, or refuses
     except ConfigError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        # escaped: messages name TOML tables ("[search]"), which are not markup
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
     if config.open_mode and config.host != "127.0.0.1":
         logging.getLogger("reactive_rag.server").warning(
             "host %s ignored: without tenants the server only listens on 127.0.0.1",
             config.host)
-    web.run_app(create_app(config), host=config.bind_host, port=config.port,
+    web.run_app(app, host=config.bind_host, port=config.port,
                 access_log_class=RedactingAccessLogger,
                 print=lambda msg: logging.getLogger("reactive_rag.server").info(
                     "%s (store: %s)", msg.strip(), config.store_target()))

@@ -45,11 +45,11 @@ from .agent import (
     OfflinePlanner,
     PlannerActor,
     PlannerPolicy,
+    SelectorActor,
     VerifierActor,
     WriterActor,
     WriterPolicy,
     judge_answerability,
-    select_evidence,
     verify_async,
 )
 from .index import (
@@ -202,6 +202,9 @@ class Engine:
         entailment: a model that must also judge that each kept claim's quote
             entails its statement (e.g. :class:`~.agent.ChatEntailment`), on top
             of the offline checks; the engine does not close it.
+        scraper: builds each web run's page scraper (default: ``ScraperActor()``,
+            SSRF-guarded); a seam for other fetch settings and for recording or
+            replaying the pages a run fetched (:mod:`reactive_rag.cassette`).
     """
 
     def __init__(
@@ -217,6 +220,7 @@ class Engine:
         credibility: Credibility | None = None,
         judge: AnswerabilityJudge | None = judge_answerability,
         entailment: EntailmentModel | AsyncEntailmentModel | None = None,
+        scraper: Callable[[], ScraperActor] | None = None,
     ) -> None:
         self.index = index if index is not None else CorpusIndex()
         self._embedder = embedder
@@ -228,6 +232,7 @@ class Engine:
         self._compression = web_compression
         self._judge = judge
         self._entailment = entailment
+        self._scraper: Callable[[], ScraperActor] = scraper or ScraperActor
         self._runs: dict[str, RunHandle] = {}
 
     @property
@@ -351,10 +356,11 @@ class Engine:
                   else ExtractiveWriter(self.embedder, max_claims=3, min_gain=0.15))
         actors: list[Actor] = [
             RunController(initial_state(question, mode=mode, budget=budget,
-                                        collections=collections, selector=_select_evidence,
+                                        collections=collections, selects=True,
                                         judge=self._judge, credibility=self.credibility)),
             PlannerActor(planner, loop_guard=LoopGuard(self.embedder),
                          timeout_s=budget.model_call_s),
+            SelectorActor(),
             searcher_actor,
             ReaderActor(self.index, collections),
             reranker,
@@ -362,7 +368,7 @@ class Engine:
             VerifierActor(functools.partial(verify_async, entailment=self._entailment)),
         ]
         if self._web is not None:
-            scraper = ScraperActor()
+            scraper = self._scraper()
             scraper.timeout_s = budget.tool_call_s
             actors.append(scraper)
         return actors
@@ -408,11 +414,6 @@ class Engine:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await handle._task
         self.index.close()
-
-
-def _select_evidence(question: str, evidence: Sequence[EvidenceChunk], queries: Sequence[str],
-                     k: int) -> Sequence[EvidenceChunk]:
-    return select_evidence(question, evidence, queries, k=k)
 
 
 def _budget_dict(budget: Budget) -> dict[str, Any]:

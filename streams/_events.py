@@ -12,10 +12,11 @@ decode them like the built-in ones.
 
 from __future__ import annotations
 
+import datetime as _dt
 import enum
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 __all__ = [
     "EVENT_TYPES",
@@ -36,6 +37,9 @@ __all__ = [
     "Event",
     "EvidenceChunk",
     "EvidenceRegistered",
+    "EvidenceSelected",
+    "Feedback",
+    "FeedbackKind",
     "Hit",
     "LoopDetected",
     "Outcome",
@@ -52,6 +56,7 @@ __all__ = [
     "RerankCompleted",
     "RerankFailed",
     "RerankRequested",
+    "ResultsFlagged",
     "RunCancelRequested",
     "RunFallback",
     "RunFinished",
@@ -60,7 +65,9 @@ __all__ = [
     "ScrapeRequested",
     "SearchCompleted",
     "SearchFailed",
+    "SearchFilters",
     "SearchRequested",
+    "SelectionRequested",
     "SubscriberDetached",
     "ToolCall",
     "ToolRejected",
@@ -134,6 +141,9 @@ class Hit(_Value):
     score: float | None = None
     doc_id: str | None = None
     chunk_id: str | None = None
+    position: int = 0
+    prev_id: str | None = None
+    next_id: str | None = None
 
 
 class EvidenceChunk(_Value):
@@ -149,6 +159,91 @@ class EvidenceChunk(_Value):
     next_id: str | None = None
     score: float | None = None
     source: str = ""
+    snippet: bool = False  # only a search result's snippet: the page itself was not read
+
+
+def _iso_date(value: str | None) -> str | None:
+    if value is None or value == "":
+        return None
+    try:
+        return _dt.date.fromisoformat(value[:10]).isoformat()
+    except ValueError as exc:
+        raise ValueError(f"not an ISO date (YYYY-MM-DD): {value!r}") from exc
+
+
+class SearchFilters(_Value):
+    """Structured constraints of one search; an empty field constrains nothing.
+
+    The local corpus applies every field inside the search; a web provider maps
+    each to its API's parameter where one exists, and the search's completion
+    says which it could not apply (``SearchCompleted.unapplied``).
+    """
+
+    date_from: str | None = None  # ISO date, inclusive
+    date_to: str | None = None  # ISO date, inclusive
+    doc_types: tuple[str, ...] = ()
+    sites: tuple[str, ...] = ()  # only these hosts (and their subdomains)
+    exclude_sites: tuple[str, ...] = ()  # never these hosts
+    language: str | None = None  # ISO 639-1 code, e.g. "en"
+
+    @field_validator("date_from", "date_to")
+    @classmethod
+    def _dates(cls, value: str | None) -> str | None:
+        return _iso_date(value)
+
+    @field_validator("sites", "exclude_sites")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(h.strip().lower().removeprefix("www.") for h in value
+                                   if h.strip()))
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.date_from or self.date_to or self.doc_types or self.sites
+                    or self.exclude_sites or self.language)
+
+    def names(self) -> tuple[str, ...]:
+        """The fields that are set (``date`` for either bound), for messages and mapping."""
+        out = []
+        if self.date_from or self.date_to:
+            out.append("date")
+        for name in ("doc_types", "sites", "exclude_sites", "language"):
+            if getattr(self, name):
+                out.append(name)
+        return tuple(out)
+
+
+FeedbackKind = Literal[
+    "note",  # free text (events stored before feedback was typed)
+    "rejected",  # a call's arguments or scope were refused
+    "duplicate",  # the same call was already made
+    "loop",  # the planner's query repeats earlier work (semantic loop guard)
+    "read_limit",  # too many reads in a row
+    "page_limit",  # the run's page budget is spent
+    "empty",  # a search returned nothing
+    "below_floor",  # results came back, none relevant enough to keep
+    "failed",  # a tool call failed
+    "no_text",  # an opened page had no readable text
+    "spam",  # results flagged as spam / content farm (see results.flagged)
+    "stale",  # every result is older than the period the question asks about
+    "unapplied_filter",  # a provider could not apply a filter
+]
+
+
+class Feedback(_Value):
+    """One fact the run tells its planner before the next turn (typed; never parsed).
+
+    ``detail`` is for people and models to read; code decides on ``kind`` and the
+    structured fields.
+    """
+
+    kind: FeedbackKind
+    detail: str = ""
+    call_id: str = ""
+    tool: str = ""
+    query: str = ""
+    url: str = ""
+    hosts: tuple[str, ...] = ()
 
 
 class Claim(_Value):
@@ -276,11 +371,21 @@ class PlanRequested(Event):
 
     type: Literal["plan.requested"] = "plan.requested"
     round: int
-    feedback: tuple[str, ...] = ()
+    feedback: tuple[Feedback, ...] = ()
     queries: tuple[QueryStat, ...] = ()
     remaining_steps: int | None = None
     remaining_tool_calls: int | None = None
     remaining_s: float | None = None
+    remaining_pages: int | None = None
+
+    @field_validator("feedback", mode="before")
+    @classmethod
+    def _old_feedback(cls, value: Any) -> Any:
+        """Runs stored before feedback was typed carried plain strings: keep them as notes."""
+        if isinstance(value, list | tuple):
+            return tuple(Feedback(kind="note", detail=v) if isinstance(v, str) else v
+                         for v in value)
+        return value
 
 
 class PlanDecided(Event):
@@ -332,6 +437,8 @@ class SearchRequested(Event):
     k: int = 10
     providers: tuple[str, ...] = ()
     collections: tuple[str, ...] = ()
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    cleaned: tuple[str, ...] = ()  # what argument hygiene changed before dispatch
 
 
 class SearchCompleted(Event):
@@ -343,6 +450,7 @@ class SearchCompleted(Event):
     hits: tuple[Hit, ...] = ()
     providers: tuple[str, ...] = ()
     errors: tuple[ErrorInfo, ...] = ()
+    unapplied: tuple[str, ...] = ()  # "provider: filter (why)" for filters a provider ignored
 
 
 class SearchFailed(Event):
@@ -360,6 +468,7 @@ class ScrapeRequested(Event):
     type: Literal["scrape.requested"] = "scrape.requested"
     call_id: str = ""
     url: str
+    cleaned: tuple[str, ...] = ()
 
 
 class PageScraped(Event):
@@ -436,6 +545,39 @@ class RerankFailed(Event):
     call_id: str = ""
     query: str
     error: ErrorInfo
+
+
+class ResultsFlagged(Event):
+    """Search results the run will not use as they came: spam, content farms, stale.
+
+    A soft failure as data: the results are dropped (spam) or kept but flagged
+    (stale), and the planner is told (``Feedback`` of the same kind) so it can
+    rewrite the search: drop a domain, add a date filter.
+    """
+
+    type: Literal["results.flagged"] = "results.flagged"
+    call_id: str = ""
+    kind: Literal["spam", "stale"]
+    urls: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+    reason: str = ""
+
+
+class SelectionRequested(Event):
+    """Command: choose the writer's evidence from the final rerank's shortlist."""
+
+    type: Literal["selection.requested"] = "selection.requested"
+    candidate_ids: tuple[str, ...]
+    queries: tuple[str, ...] = ()
+    k: int = 5
+
+
+class EvidenceSelected(Event):
+    """The chosen evidence ids (a subset of the shortlist), best first."""
+
+    type: Literal["evidence.selected"] = "evidence.selected"
+    ids: tuple[str, ...]
+    reason: str = ""
 
 
 class ProviderHealth(Event):
@@ -637,6 +779,9 @@ for _cls in (
     RerankRequested,
     RerankCompleted,
     RerankFailed,
+    ResultsFlagged,
+    SelectionRequested,
+    EvidenceSelected,
     ProviderHealth,
     EvidenceRegistered,
     BudgetTick,

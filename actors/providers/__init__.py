@@ -27,6 +27,18 @@ from ._exceptions import (
     ProviderTimeout,
     ProviderUnavailable,
 )
+from ._filtering import (
+    FILTER_NAMES,
+    FilterPlan,
+    UnappliedFilter,
+    hit_date,
+    site_host,
+    site_matches,
+    supported_filters,
+    unapplied_filters,
+    url_host,
+    utc_today,
+)
 from ._google_cse import GoogleCseProvider
 from ._health import (
     BreakerState,
@@ -37,7 +49,7 @@ from ._health import (
     RetryPolicy,
 )
 from ._http import HttpProvider, parse_retry_after
-from ._protocol import SearchProvider, time_left
+from ._protocol import FilteringProvider, SearchProvider, search_with, time_left
 from ._registry import (
     ENTRY_POINT_GROUP,
     ProviderFactory,
@@ -50,6 +62,7 @@ from ._tavily import TavilyProvider
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "FILTER_NAMES",
     "AgentSearchSettings",
     "AllProvidersFailed",
     "Blacklist",
@@ -60,6 +73,8 @@ __all__ = [
     "CircuitOpen",
     "CredibilitySettings",
     "DuckDuckGoProvider",
+    "FilterPlan",
+    "FilteringProvider",
     "GoogleCseProvider",
     "HealthChange",
     "HealthListener",
@@ -82,9 +97,18 @@ __all__ = [
     "SearxngProvider",
     "TavilyProvider",
     "TenantSearchConfig",
+    "UnappliedFilter",
     "default_registry",
+    "hit_date",
     "load_search_config",
     "parse_retry_after",
     "register_provider",
+    "search_with",
+    "site_host",
+    "site_matches",
+    "supported_filters",
     "time_left",
+    "unapplied_filters",
+    "url_host",
+    "utc_today",
 ]

@@ -5,20 +5,29 @@ the link ``a.result__a`` points through ``//duckduckgo.com/l/?uddg=<url>``,
 which is unwrapped. A page with ``.no-results`` is an empty result; a bot
 challenge (HTTP 202, ``anomaly-modal`` or a challenge form) is a rate limit; a
 page with neither results nor the results container is a bad response.
+
+Filters: ``df`` (``d``/``w``/``m``/``y``, the smallest past window reaching
+back to ``date_from``). ``kl`` is a region, not a language, and ``site:`` in
+the query is not sent; the searcher filters by host instead.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+from collections.abc import Mapping
 from urllib.parse import parse_qs, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from streams import Hit
+from streams import Hit, SearchFilters
 
 from ._exceptions import ProviderBadResponse, ProviderError, ProviderRateLimited
+from ._filtering import FilterPlan, TimeWindow, UnappliedFilter, relative_date
 from ._http import HttpProvider, HttpReply, parse_retry_after
 
 __all__ = ["DuckDuckGoProvider"]
+
+_DF: dict[TimeWindow, str] = {"day": "d", "week": "w", "month": "m", "year": "y"}
 
 
 class DuckDuckGoProvider(HttpProvider):
@@ -27,11 +36,34 @@ class DuckDuckGoProvider(HttpProvider):
     kind = "duckduckgo"
     default_base_url = "https://html.duckduckgo.com/html/"
     needs_api_key = False
+    supported_filters = frozenset({"date"})
 
-    async def _request(self, query: str, k: int) -> HttpReply:
+    def _plan(self, filters: SearchFilters, today: _dt.date) -> FilterPlan:
+        params: dict[str, str | tuple[str, ...]] = {}
+        unapplied: list[UnappliedFilter] = []
+        window, missing = relative_date(filters, today, "df")
+        if window is not None:
+            params["df"] = _DF[window]
+        if missing is not None:
+            unapplied.append(missing)
+        why = "the HTML endpoint has no site parameter; filtered by host instead"
+        unapplied += [UnappliedFilter(n, why) for n in ("sites", "exclude_sites")
+                      if getattr(filters, n)]
+        if filters.language:
+            unapplied.append(UnappliedFilter("language", "kl selects a region, set by "
+                                                         "options.region, not a language"))
+        if filters.doc_types:
+            unapplied.append(UnappliedFilter("doc_types", "no file-type parameter"))
+        return FilterPlan(params=params, unapplied=tuple(unapplied))
+
+    async def _request(self, query: str, k: int,
+                       filter_params: Mapping[str, str | tuple[str, ...]] | None = None,
+                       ) -> HttpReply:
         data = {"q": query, "b": ""}
         if self.settings.options.get("region"):
             data["kl"] = self.settings.options["region"]
+        for key, value in (filter_params or {}).items():
+            data[key] = value if isinstance(value, str) else ",".join(value)
         headers = {"Accept": "text/html", "Referer": "https://html.duckduckgo.com/"}
         return await self._fetch("POST", self.base_url, data=data, headers=headers)
 

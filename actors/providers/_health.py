@@ -28,10 +28,12 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from tenacity.stop import stop_base
 from tenacity.wait import wait_random_exponential
 
-from streams import Hit
+from streams import Hit, SearchFilters
 
 from ._exceptions import CircuitOpen, ProviderError, ProviderRateLimited, ProviderTimeout
-from ._protocol import SearchProvider
+from ._filtering import UnappliedFilter, unapplied_filters
+from ._filtering import supported_filters as _supported
+from ._protocol import SearchProvider, search_with
 
 __all__ = [
     "BreakerState",
@@ -234,13 +236,26 @@ class ResilientProvider:
     def remove_listener(self, listener: HealthListener) -> None:
         self.breaker.remove_listener(listener)
 
+    @property
+    def supported_filters(self) -> frozenset[str]:
+        """The inner provider's filters (none if it takes no ``filters=``)."""
+        return _supported(self.inner) or frozenset()
+
+    def unapplied(self, filters: SearchFilters) -> tuple[UnappliedFilter, ...]:
+        """What the inner provider does not apply (all of it if it takes no filters)."""
+        return unapplied_filters(self.inner, filters)
+
     async def aclose(self) -> None:
         closer = getattr(self.inner, "aclose", None)
         if closer is not None:
             await closer()
 
-    async def search(self, query: str, k: int, deadline: float | None) -> Sequence[Hit]:
-        """Search with retries; the last error is raised as is (typed)."""
+    async def search(self, query: str, k: int, deadline: float | None, *,
+                     filters: SearchFilters | None = None) -> Sequence[Hit]:
+        """Search with retries; the last error is raised as is (typed).
+
+        ``filters`` reach the inner provider only if it declares ``supported_filters``.
+        """
         policy = self.retry
         jitter = wait_random_exponential(multiplier=policy.backoff_s, max=policy.max_backoff_s)
         loop = asyncio.get_running_loop()
@@ -272,7 +287,7 @@ class ResilientProvider:
             async for attempt in retrying:
                 with attempt:
                     try:
-                        return await self._once(query, k, deadline)
+                        return await self._once(query, k, deadline, filters)
                     except ProviderError as exc:
                         if not isinstance(exc, CircuitOpen):
                             last.append(exc)
@@ -283,16 +298,17 @@ class ResilientProvider:
             raise
         raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
-    async def _once(self, query: str, k: int, deadline: float | None) -> Sequence[Hit]:
+    async def _once(self, query: str, k: int, deadline: float | None,
+                    filters: SearchFilters | None = None) -> Sequence[Hit]:
         token = self.breaker.acquire()
         self.calls += 1
         try:
             if deadline is None:
-                hits = await self.inner.search(query, k, deadline)
+                hits = await search_with(self.inner, query, k, deadline, filters)
             else:
                 try:
                     async with asyncio.timeout_at(deadline):
-                        hits = await self.inner.search(query, k, deadline)
+                        hits = await search_with(self.inner, query, k, deadline, filters)
                 except TimeoutError as exc:
                     if isinstance(exc, ProviderError):
                         raise

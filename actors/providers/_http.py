@@ -3,12 +3,15 @@
 Every adapter differs in how it builds the request and reads the answer; they
 all share the deadline, the session lifetime, the body cap and the mapping of
 HTTP signalling (401/403, 402, 429 + Retry-After, 5xx, HTML instead of JSON,
-malformed JSON, wrong schema) to :mod:`._exceptions`.
+malformed JSON, wrong schema) to :mod:`._exceptions`. Structured filters go
+through :meth:`HttpProvider.filter_plan`, one pure mapping per adapter, so what
+is sent and what is reported unapplied cannot disagree.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as _dt
 import email.utils
 import json
 import math
@@ -21,7 +24,7 @@ import aiohttp
 from pydantic import BaseModel, ValidationError
 from yarl import URL
 
-from streams import Hit
+from streams import Hit, SearchFilters
 
 from ._config import ProviderSettings
 from ._exceptions import (
@@ -34,6 +37,7 @@ from ._exceptions import (
     ProviderTimeout,
     ProviderUnavailable,
 )
+from ._filtering import NO_FILTERS, Clock, FilterPlan, UnappliedFilter, utc_today
 
 __all__ = ["HttpProvider", "HttpReply", "parse_retry_after"]
 
@@ -86,6 +90,7 @@ class HttpProvider:
         session: a shared ``aiohttp.ClientSession``; without one the provider
             opens its own on first use and closes it in :meth:`aclose`.
         env: where ``api_key_env`` is looked up (defaults to ``os.environ``).
+        today: today's date for relative date filters (defaults to UTC today).
 
     Raises:
         ProviderNotConfigured: a required key or option is missing (checked
@@ -96,6 +101,8 @@ class HttpProvider:
     default_base_url: ClassVar[str | None] = None
     needs_api_key: ClassVar[bool] = True
     required_options: ClassVar[tuple[str, ...]] = ()
+    supported_filters: ClassVar[frozenset[str]] = frozenset()
+    """Filter names :meth:`filter_plan` maps (none in this base: adapters add theirs)."""
 
     def __init__(
         self,
@@ -104,7 +111,9 @@ class HttpProvider:
         name: str | None = None,
         session: aiohttp.ClientSession | None = None,
         env: Mapping[str, str] | None = None,
+        today: Clock | None = None,
     ) -> None:
+        self.today: Clock = today or utc_today
         self.settings = settings or ProviderSettings(kind=self.kind)
         self.name = name or self.kind
         base = self.settings.base_url or self.default_base_url
@@ -146,8 +155,9 @@ class HttpProvider:
 
     # --- the protocol -------------------------------------------------------------------
 
-    async def search(self, query: str, k: int, deadline: float | None) -> Sequence[Hit]:
-        """Ask the API; typed :class:`ProviderError` on every failure."""
+    async def search(self, query: str, k: int, deadline: float | None, *,
+                     filters: SearchFilters | None = None) -> Sequence[Hit]:
+        """Ask the API (``filters`` mapped by :meth:`filter_plan`); typed errors on failure."""
         if not query.strip():
             return []
         if self.settings.max_results is not None:
@@ -156,9 +166,13 @@ class HttpProvider:
         loop = asyncio.get_running_loop()
         cap = loop.time() + self.settings.timeout_s
         limit = cap if deadline is None else min(cap, deadline)
+        plan = self.filter_plan(filters) if filters is not None else NO_FILTERS
         try:
             async with asyncio.timeout_at(limit):
-                reply = await self._request(query, k)
+                if plan.params:
+                    reply = await self._request(query, k, plan.params)
+                else:  # adapters written before filters keep their two-argument _request
+                    reply = await self._request(query, k)
         except TimeoutError as exc:
             raise ProviderTimeout("no answer before the deadline", provider=self.name) from exc
         except aiohttp.ClientError as exc:
@@ -166,7 +180,29 @@ class HttpProvider:
         self._raise_for_status(reply)
         return self._parse(reply, query, k)[:k]
 
-    async def _request(self, query: str, k: int) -> HttpReply:
+    def filter_plan(self, filters: SearchFilters) -> FilterPlan:
+        """The API parameters for ``filters`` and what cannot be sent (pure, uses :attr:`today`)."""
+        if filters.is_empty:
+            return NO_FILTERS
+        plan = self._plan(filters, self.today())
+        declared = tuple(UnappliedFilter(n, f"{self.kind or 'this API'} has no such parameter")
+                         for n in filters.names() if n not in self.supported_filters)
+        known = {u.filter for u in plan.unapplied}
+        return FilterPlan(params=plan.params,
+                          unapplied=plan.unapplied + tuple(u for u in declared
+                                                           if u.filter not in known))
+
+    def unapplied(self, filters: SearchFilters) -> tuple[UnappliedFilter, ...]:
+        """The requested filters this provider does not send to its API, and why."""
+        return self.filter_plan(filters).unapplied
+
+    def _plan(self, filters: SearchFilters, today: _dt.date) -> FilterPlan:
+        """Adapter hook: map the filters it supports (the base maps none)."""
+        return NO_FILTERS
+
+    async def _request(self, query: str, k: int,
+                       filter_params: Mapping[str, str | tuple[str, ...]] | None = None,
+                       ) -> HttpReply:
         """Send the API request and read the reply (subclasses call :meth:`_fetch`)."""
         raise NotImplementedError
 

@@ -5,17 +5,24 @@ under ``search.formats`` in ``settings.yml``; otherwise it answers 403, which
 is reported as an auth error with that hint. When every upstream engine of the
 instance failed, SearXNG still answers 200 with no results and the engines in
 ``unresponsive_engines``: that is an outage, not an empty result.
+
+Filters: ``time_range`` (day/week/month/year, the smallest that reaches back
+to ``date_from``) and ``language``. Sites are not sent: ``site:`` in the
+query works only on some upstream engines, so the searcher filters by host.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from streams import Hit
+from streams import Hit, SearchFilters
 
 from ._exceptions import ProviderAuthError, ProviderError, ProviderUnavailable
+from ._filtering import FilterPlan, UnappliedFilter, relative_date
 from ._http import HttpProvider, HttpReply
 
 __all__ = ["SearxngProvider"]
@@ -47,12 +54,34 @@ class SearxngProvider(HttpProvider):
 
     kind = "searxng"
     needs_api_key = False
+    supported_filters = frozenset({"date", "language"})
 
-    async def _request(self, query: str, k: int) -> HttpReply:
+    def _plan(self, filters: SearchFilters, today: _dt.date) -> FilterPlan:
+        params: dict[str, str | tuple[str, ...]] = {}
+        unapplied: list[UnappliedFilter] = []
+        window, missing = relative_date(filters, today, "time_range")
+        if window is not None:
+            params["time_range"] = window
+        if missing is not None:
+            unapplied.append(missing)
+        if filters.language:
+            params["language"] = filters.language
+        why = "site: in the query depends on the upstream engine; filtered by host instead"
+        unapplied += [UnappliedFilter(n, why) for n in ("sites", "exclude_sites")
+                      if getattr(filters, n)]
+        if filters.doc_types:
+            unapplied.append(UnappliedFilter("doc_types", "SearXNG has no file-type parameter"))
+        return FilterPlan(params=params, unapplied=tuple(unapplied))
+
+    async def _request(self, query: str, k: int,
+                       filter_params: Mapping[str, str | tuple[str, ...]] | None = None,
+                       ) -> HttpReply:
         params = {"q": query, "format": "json", "pageno": "1"}
         for key in _OPTIONS:
             if self.settings.options.get(key):
                 params[key] = self.settings.options[key]
+        for key, value in (filter_params or {}).items():  # the request's filters win
+            params[key] = value if isinstance(value, str) else ",".join(value)
         headers = {"Accept": "application/json"}
         if self.api_key:  # instances behind an auth proxy
             headers["Authorization"] = f"Bearer {self.api_key}"

@@ -34,6 +34,7 @@ class RerankerActor(Actor):
     """
 
     name = "reranker"
+    finalizes = True  # the final rerank picks the finalizer's evidence after the deadline
     handles = ("rerank.requested",)
     concurrency = 1
     timeout_s: float | None = 60.0

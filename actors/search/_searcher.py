@@ -11,6 +11,12 @@ text, best first, up to ``k``. Corpus passages (hits with a ``chunk_id``) are
 identified by their chunk, not their document's URL: several passages of one
 document are distinct results, and the seen-URL set is for web pages only.
 
+Structured filters go to every provider that declares them; afterwards the
+searcher holds every provider's hits to what it can check exactly itself
+(sites by the URL's host, date bounds on dated hits), so a provider that
+could not apply a filter cannot leak past it. What stays unenforced is
+reported per provider (``SearchOutcome.unapplied``).
+
 The searcher is built once per tenant and shared by runs (its providers carry
 their circuit breakers); the seen-URL set belongs to a session.
 """
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from streams import Hit
+from streams import Hit, SearchFilters
 
 from ..providers import (
     Blacklist,
@@ -37,12 +43,19 @@ from ..providers import (
     RetryPolicy,
     SearchProvider,
     TenantSearchConfig,
+    UnappliedFilter,
     default_registry,
+    hit_date,
+    search_with,
+    site_matches,
+    unapplied_filters,
+    url_host,
 )
+from ..providers._filtering import date_bounds
 from ..text._simhash import NearDuplicateIndex, simhash64
 from ..text._urls import normalize_url
 
-__all__ = ["SearchOutcome", "SearchStats", "Searcher", "SeenUrls"]
+__all__ = ["SearchOutcome", "SearchStats", "Searcher", "SeenUrls", "filters_problem"]
 
 _MIN_WORDS_FOR_SIMHASH = 8  # shorter texts collide too easily to call them duplicates
 
@@ -93,6 +106,8 @@ class SearchStats:
     seen_before: int = 0
     duplicate_url: int = 0
     near_duplicate: int = 0
+    off_site: int = 0  # outside ``sites`` or inside ``exclude_sites``
+    out_of_range: int = 0  # dated outside the date filter
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +117,10 @@ class _Answer:
     hits: Sequence[Hit] = ()
     error: ProviderError | None = None
     elapsed_s: float = 0.0
+    unapplied: tuple[UnappliedFilter, ...] = ()  # what the hits were not held to
+    off_site: int = 0
+    out_of_range: int = 0
+    undated: int = 0  # hits kept without a date while a date filter was asked
 
     @property
     def ok(self) -> bool:
@@ -118,6 +137,8 @@ class SearchOutcome:
         errors: one typed error per failed (query, provider) pair.
         elapsed_s: per ``(provider, query)``, seconds until it settled.
         stats: what the merge dropped.
+        unapplied: ``"provider: filter (why)"`` for each requested filter the
+            returned hits of an answering provider were not held to.
     """
 
     hits: tuple[Hit, ...]
@@ -125,6 +146,7 @@ class SearchOutcome:
     errors: tuple[ProviderError, ...]
     elapsed_s: Mapping[tuple[str, str], float] = field(default_factory=dict)
     stats: SearchStats = field(default_factory=SearchStats)
+    unapplied: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -269,6 +291,7 @@ class Searcher:
         providers: Sequence[str] = (),
         deadline: float | None = None,
         seen: SeenUrls | None = None,
+        filters: SearchFilters | None = None,
     ) -> SearchOutcome:
         """Ask queries x providers in parallel and merge.
 
@@ -280,7 +303,16 @@ class Searcher:
             deadline: absolute ``loop.time()`` after which nothing is awaited.
             seen: the session's seen URLs; hits already seen are dropped and
                 the returned ones are added.
+            filters: passed to providers that declare them, then checked on
+                every provider's hits where the searcher can (see module doc).
+
+        Raises:
+            ValueError: ``filters`` has a date range that ends before it starts.
         """
+        active = filters if filters is not None and not filters.is_empty else None
+        problem = filters_problem(active)
+        if problem is not None:
+            raise ValueError(problem)
         qs = [queries] if isinstance(queries, str) else [q for q in queries if q.strip()]
         want = min(k or self.max_results, self.max_results)
         # Over-fetch: the blacklist, dedup and the seen set remove some hits.
@@ -288,14 +320,15 @@ class Searcher:
         primary = list(providers) or self.primary
         fallback = [n for n in self.fallback if n not in primary] if not providers else []
         async with asyncio.TaskGroup() as tg:
-            tasks = [tg.create_task(self._one_query(q, fetch, primary, fallback, deadline))
+            tasks = [tg.create_task(self._one_query(q, fetch, primary, fallback, deadline,
+                                                    active))
                      for q in qs]
         answers = [a for t in tasks for a in t.result()]
         return self._merge(answers, primary + fallback, want, seen)
 
     async def _one_query(
         self, query: str, k: int, primary: Sequence[str], fallback: Sequence[str],
-        deadline: float | None,
+        deadline: float | None, filters: SearchFilters | None = None,
     ) -> list[_Answer]:
         loop = asyncio.get_running_loop()
         answers: list[_Answer] = []
@@ -304,7 +337,7 @@ class Searcher:
         spare = list(fallback)
 
         def start(name: str) -> None:
-            pending[asyncio.create_task(self._ask(name, query, k, deadline))] = name
+            pending[asyncio.create_task(self._ask(name, query, k, deadline, filters))] = name
 
         for name in primary:
             start(name)
@@ -343,7 +376,8 @@ class Searcher:
                         "overtaken by a hedged fallback", provider=name)))
         return answers
 
-    async def _ask(self, name: str, query: str, k: int, deadline: float | None) -> _Answer:
+    async def _ask(self, name: str, query: str, k: int, deadline: float | None,
+                   filters: SearchFilters | None = None) -> _Answer:
         loop = asyncio.get_running_loop()
         started = loop.time()
         provider = self.providers.get(name)
@@ -356,10 +390,10 @@ class Searcher:
             limit = cap if limit is None else min(limit, cap)
         try:
             if limit is None:
-                hits = await provider.search(query, k, None)
+                hits = await search_with(provider, query, k, None, filters)
             else:
                 async with asyncio.timeout_at(limit):
-                    hits = await provider.search(query, k, limit)
+                    hits = await search_with(provider, query, k, limit, filters)
             bad = next((h for h in hits if not isinstance(h, Hit)), None)
             if bad is not None:
                 raise ProviderError(f"returned {type(bad).__name__}, not Hit", provider=name)
@@ -372,7 +406,11 @@ class Searcher:
             err = ProviderError(f"unexpected {type(exc).__name__}: {exc}", provider=name)
             err.__cause__ = exc
             return _Answer(name, query, error=err, elapsed_s=loop.time() - started)
-        return _Answer(name, query, hits=list(hits)[:k], elapsed_s=loop.time() - started)
+        elapsed = loop.time() - started
+        if filters is None:
+            return _Answer(name, query, hits=list(hits)[:k], elapsed_s=elapsed)
+        return _held_to(_Answer(name, query, hits=list(hits)[:k], elapsed_s=elapsed),
+                        filters, unapplied_filters(provider, filters))
 
     # --- merge ------------------------------------------------------------------------------
 
@@ -381,7 +419,8 @@ class Searcher:
     ) -> SearchOutcome:
         rank = {n: i for i, n in enumerate(order)}
         ok = sorted((a for a in answers if a.ok), key=lambda a: rank.get(a.provider, len(rank)))
-        stats = SearchStats()
+        stats = SearchStats(off_site=sum(a.off_site for a in ok),
+                            out_of_range=sum(a.out_of_range for a in ok))
         candidates: list[Hit] = []
         lists = [list(a.hits) for a in ok]
         depth = max((len(x) for x in lists), default=0)
@@ -439,7 +478,75 @@ class Searcher:
             errors=tuple(a.error for a in answers if a.error is not None),
             elapsed_s={(a.provider, a.query): a.elapsed_s for a in answers},
             stats=stats,
+            unapplied=_describe_unapplied(ok),
         )
+
+
+def filters_problem(filters: SearchFilters | None) -> str | None:
+    """Why ``filters`` cannot be searched (an inverted date range), else ``None``.
+
+    ``SearchFilters`` validates each field; this is the one contradiction
+    between fields, caught before any provider is asked (an API would reject
+    it as a bad request and count it against its circuit breaker).
+    """
+    if filters is None:
+        return None
+    lo, hi = date_bounds(filters)
+    if lo is not None and hi is not None and lo > hi:
+        return f"date filter ends ({hi.isoformat()}) before it starts ({lo.isoformat()})"
+    return None
+
+
+def _held_to(answer: _Answer, filters: SearchFilters,
+             unapplied: tuple[UnappliedFilter, ...]) -> _Answer:
+    """``answer`` with its hits checked against what the searcher can check exactly.
+
+    Sites are checked on every hit by its URL's host, so they are never left
+    unapplied; a date bound is checked on dated hits, so it stays unapplied
+    (for a provider that could not send it) only while undated hits remain.
+    """
+    lo, hi = date_bounds(filters)
+    kept: list[Hit] = []
+    off_site = out_of_range = undated = 0
+    for hit in answer.hits:
+        if filters.sites or filters.exclude_sites:
+            host = url_host(hit.url)
+            if ((filters.sites and not site_matches(host, filters.sites))
+                    or site_matches(host, filters.exclude_sites)):
+                off_site += 1
+                continue
+        if lo is not None or hi is not None:
+            when = hit_date(hit.published_at)
+            if when is None:
+                undated += 1
+            elif (lo is not None and when < lo) or (hi is not None and when > hi):
+                out_of_range += 1
+                continue
+        kept.append(hit)
+    left = tuple(u for u in unapplied
+                 if u.filter not in ("sites", "exclude_sites")
+                 and (u.filter != "date" or undated))
+    return _Answer(answer.provider, answer.query, hits=kept, elapsed_s=answer.elapsed_s,
+                   unapplied=left, off_site=off_site, out_of_range=out_of_range,
+                   undated=undated)
+
+
+def _describe_unapplied(answers: Sequence[_Answer]) -> tuple[str, ...]:
+    """One line per (provider, filter), in provider order, over all queries."""
+    found: dict[tuple[str, str], str] = {}
+    undated: dict[str, int] = {}
+    for answer in answers:
+        for item in answer.unapplied:
+            found.setdefault((answer.provider, item.filter), item.reason)
+            if item.filter == "date":
+                undated[answer.provider] = undated.get(answer.provider, 0) + answer.undated
+    out = []
+    for (provider, name), reason in found.items():
+        if name == "date":
+            n = undated[provider]
+            reason = f"{reason}; {n} undated hit{'' if n == 1 else 's'} kept"
+        out.append(UnappliedFilter(name, reason).describe(provider))
+    return tuple(out)
 
 
 def _fill(first: Hit, other: Hit, include_date: bool) -> Hit:

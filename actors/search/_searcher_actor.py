@@ -15,7 +15,7 @@ from streams import ErrorInfo, Event, ProviderHealth, SearchCompleted, SearchFai
 from .._actor import Actor, error_info
 from .._runtime import ActorContext
 from ..providers import AllProvidersFailed, HealthChange, ProviderNotConfigured
-from ._searcher import Searcher, SeenUrls
+from ._searcher import Searcher, SeenUrls, filters_problem
 
 __all__ = ["SearcherActor"]
 
@@ -81,6 +81,10 @@ class SearcherActor(Actor):
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         assert isinstance(msg, SearchRequested)
+        problem = filters_problem(msg.filters)
+        if problem is not None:  # the planner's mistake: say so, ask nobody
+            return [SearchFailed(call_id=msg.call_id, query=msg.query, error=ErrorInfo(
+                kind="InvalidFilters", message=problem, retryable=False))]
         loop = asyncio.get_running_loop()
         remaining = ctx.remaining()
         deadline = None
@@ -88,7 +92,8 @@ class SearcherActor(Actor):
             margin = min(self.deadline_margin_s, remaining * 0.1)
             deadline = loop.time() + max(0.0, remaining - margin)
         outcome = await self.searcher.search(
-            msg.query, k=msg.k, providers=msg.providers, deadline=deadline, seen=self.seen)
+            msg.query, k=msg.k, providers=msg.providers, deadline=deadline, seen=self.seen,
+            filters=msg.filters)
         if outcome.failed:
             if not outcome.errors:
                 error = error_info(ProviderNotConfigured("no search provider to ask"))
@@ -99,6 +104,7 @@ class SearcherActor(Actor):
             call_id=msg.call_id, query=msg.query, hits=outcome.hits,
             providers=outcome.providers,
             errors=tuple(error_info(e) for e in outcome.errors),
+            unapplied=outcome.unapplied,
         )]
 
     def on_failure(self, msg: Event, exc: BaseException) -> Event | None:

@@ -1,6 +1,7 @@
 """Text utilities shared by the scraper, the searcher, the corpus index and the reranker:
 markup cleaning, sentence-aware chunking, SimHash near-duplicate detection, URL
-normalisation and keyword helpers. Pure Python + numpy; no models.
+normalisation, keyword helpers and the time period a question asks about. Pure Python +
+numpy; no models.
 """
 
 from ._chunking import TextChunk, chunk_text, split_sentences
@@ -14,24 +15,29 @@ from ._keywords import (
     tokenize,
 )
 from ._markup import CLEAN_MARKUP_VERSION, clean_markup, looks_like_code
+from ._periods import DEFAULT_RECENT_DAYS, AskedPeriod, asked_period, is_time_sensitive
 from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, simhash64
 from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url
 
 __all__ = [
     "CLEAN_MARKUP_VERSION",
+    "DEFAULT_RECENT_DAYS",
     "DEMONYMS",
     "NEGATIONS",
     "STOPWORDS",
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",
+    "AskedPeriod",
     "DedupResult",
     "NearDuplicateIndex",
     "TextChunk",
+    "asked_period",
     "chunk_text",
     "clean_markup",
     "content_terms",
     "dedup_chunks",
     "hamming",
+    "is_time_sensitive",
     "keyword_coverage",
     "looks_like_code",
     "normalize_url",

@@ -7,6 +7,7 @@ commands it receives stay small and every input is visible in the run's events.
 
 from __future__ import annotations
 
+import datetime as _dt
 import inspect
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Protocol
@@ -22,16 +23,21 @@ from streams import (
     Event,
     EvidenceChunk,
     EvidenceRegistered,
+    EvidenceSelected,
     LoopDetected,
     PlanDecided,
     PlanRequested,
+    QueriesExpanded,
     ReadRequested,
     RunStarted,
+    ScrapeRequested,
+    SelectionRequested,
     ToolCall,
     VerifyFailed,
 )
 
 from ..run._conflicts import conflict_claims
+from ._offline_planner import select_evidence
 from ._policy import Decision, PlannerPolicy, PlannerView, QueryRecord, WriterPolicy
 from ._verifier import lead_is_backed
 
@@ -39,6 +45,7 @@ __all__ = [
     "LoopCheck",
     "LoopVerdictLike",
     "PlannerActor",
+    "SelectorActor",
     "VerificationLike",
     "VerifierActor",
     "VerifyFunction",
@@ -97,7 +104,8 @@ class PlannerActor(Actor):
     """Asks a :class:`PlannerPolicy` for the next move and vets its queries for loops."""
 
     name = "planner"
-    handles = ("run.started", "evidence.registered", "read.requested", "plan.requested")
+    handles = ("run.started", "evidence.registered", "read.requested", "scrape.requested",
+               "plan.requested")
 
     def __init__(self, policy: PlannerPolicy, *, loop_guard: LoopCheck | None = None,
                  timeout_s: float = 30.0) -> None:
@@ -106,12 +114,16 @@ class PlannerActor(Actor):
         self.timeout_s = timeout_s
         self.view = _RunView()
         self.reads: list[str] = []
+        self.pages: list[str] = []
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):
             return None
         if isinstance(msg, ReadRequested):
             self.reads.append(msg.chunk_id)
+            return None
+        if isinstance(msg, ScrapeRequested):
+            self.pages.append(msg.url)
             return None
         assert isinstance(msg, PlanRequested)
         history = [QueryRecord(q.query, q.hits, q.new_evidence) for q in msg.queries]
@@ -121,10 +133,16 @@ class PlannerActor(Actor):
             feedback=msg.feedback, reads=tuple(self.reads),
             remaining_steps=msg.remaining_steps, remaining_tool_calls=msg.remaining_tool_calls,
             remaining_s=msg.remaining_s, collections=self.view.collections,
+            pages=tuple(self.pages), remaining_pages=msg.remaining_pages,
+            today=_date_of(msg.ts),
         )
         decision = await self.policy.decide(view)
         out: list[Event] = []
         calls = self._vet(decision, history, out)
+        searches = [str(c.args["query"]) for c in calls
+                    if c.tool == "search" and isinstance(c.args.get("query"), str)]
+        if msg.round == 1 and len(searches) > 1:
+            out.append(QueriesExpanded(original=self.view.question, queries=tuple(searches)))
         if decision.action != "answer" and not calls:
             reason = (decision.reason + "; " if decision.reason else "") + \
                 "every proposed query repeats earlier work; answering"
@@ -154,6 +172,37 @@ class PlannerActor(Actor):
         return tuple(kept)
 
 
+def _date_of(ts: float) -> str:
+    """The ISO date (UTC) of an event's timestamp; empty for an unstamped event."""
+    if not ts:
+        return ""
+    return _dt.datetime.fromtimestamp(ts, _dt.UTC).date().isoformat()
+
+
+class SelectorActor(Actor):
+    """Chooses the writer's evidence from the final rerank's shortlist (agent runs).
+
+    The rerank orders passages by the question alone, which drops the second
+    hop of a multi-hop question; :func:`select_evidence` keeps it. Its choice
+    is an event (``evidence.selected``), one explicit stage of the run.
+    """
+
+    name = "selector"
+    handles = ("run.started", "evidence.registered", "selection.requested")
+    finalizes = True
+
+    def __init__(self) -> None:
+        self.view = _RunView()
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        if self.view.absorb(msg):
+            return None
+        assert isinstance(msg, SelectionRequested)
+        ranked = [self.view.evidence[i] for i in msg.candidate_ids if i in self.view.evidence]
+        chosen = select_evidence(self.view.question, ranked, msg.queries, k=msg.k)
+        return [EvidenceSelected(ids=tuple(c.id for c in chosen))]
+
+
 class WriterActor(Actor):
     """Asks a :class:`WriterPolicy` for a draft from the selected evidence, streaming it.
 
@@ -167,6 +216,7 @@ class WriterActor(Actor):
 
     name = "writer"
     handles = ("run.started", "evidence.registered", "answer.requested")
+    finalizes = True
 
     def __init__(self, policy: WriterPolicy, *, timeout_s: float = 30.0) -> None:
         self.policy = policy
@@ -242,6 +292,7 @@ class VerifierActor(Actor):
 
     name = "verifier"
     handles = ("run.started", "evidence.registered", "answer.drafted")
+    finalizes = True
 
     def __init__(self, verify: VerifyFunction) -> None:
         self.verify = verify

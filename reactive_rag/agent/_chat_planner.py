@@ -12,22 +12,32 @@ otherwise search the question) rather than stall the run.
 The conversation is kept across turns: each ``decide`` first reports, as
 ``tool`` messages, what the previous turn's calls brought (the ids and text of
 newly registered evidence, or why a call was refused) and then the run's
-feedback and remaining budget.
+feedback and remaining budget. Feedback is typed (:class:`streams.Feedback`):
+it is rendered from its fields, with a hint per ``kind`` that the model can act
+on (hosts to exclude, a date filter to add), and never parsed back from prose.
+
+Web results arrive as snippets; ``open_page(result_id)`` asks the run to open
+one (a ``scrape`` call). Several calls of one turn are all returned: the run
+executes them concurrently.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from actors.models._chat import ChatModel, ChatResult, RawToolCall, function_tool
 from actors.models._chat_exceptions import ChatError
-from streams import EvidenceChunk, ToolCall
+from actors.text import normalize_url
+from streams import EvidenceChunk, Feedback, FeedbackKind, SearchFilters, ToolCall
 
 from ._policy import Decision, PlannerView, QueryRecord
 
@@ -42,21 +52,35 @@ __all__ = [
 
 DEFAULT_PLANNER_PROMPT = """\
 You are the planner of a research agent. You never answer the question yourself: \
-you choose the next tool call, and a writer answers later from the evidence.
+you choose the next tool calls, and a writer answers later from the evidence.
 
 Tools:
-- search(query, k): search the allowed collections; returns passages, each with an id.
+- search(query, k, filters): search the allowed collections (and the web, if enabled); \
+returns passages, each with an id. Optional filters: date_from and date_to \
+(YYYY-MM-DD, inclusive), sites and exclude_sites (host names like "who.int"), \
+language (a code like "en").
 - read(chunk_id, direction): read the passage just after ("next") or before ("prev") \
 a passage you were shown, when it was cut off or promising.
+- open_page(result_id): open the web page of a search result you were shown, to read \
+its full text. Web results marked "snippet" show only a few words of their page.
 - answer(): stop searching because the evidence covers every part of the question.
 
 Rules:
-- Use only chunk ids shown to you in tool results, exactly as written. Never invent ids.
+- Use only ids shown to you in tool results, exactly as written. Never invent ids.
 - Never repeat a search. If a search found nothing new, rephrase it or search for \
 the part of the question that is still missing (e.g. an entity named in a passage).
+- When snippets are not enough to answer, open_page the most promising results \
+(a few, not all); each page opened uses the page budget.
+- Several calls in one turn run at the same time: make independent searches and \
+open_page calls together in one turn.
+- Use filters when the question asks for a period, a site or a language. Turn "last \
+year" or "since 2020" into dates from today's date, given below. If the run reports \
+spam hosts, exclude them with exclude_sites; if results are stale, add date_from.
 - A call that breaks a rule is rejected and the reason is returned to you: fix it.
 - Call answer() alone, as soon as the evidence is enough, or when the budget is low.
 - Reply with tool calls only."""
+
+_HOST_LIST = {"type": "array", "items": {"type": "string"}, "maxItems": 10}
 
 PLANNER_TOOLS: tuple[dict[str, Any], ...] = (
     function_tool(
@@ -67,6 +91,18 @@ PLANNER_TOOLS: tuple[dict[str, Any], ...] = (
             "properties": {
                 "query": {"type": "string", "description": "a short keyword query"},
                 "k": {"type": "integer", "minimum": 1, "description": "how many passages"},
+                "filters": {
+                    "type": "object",
+                    "description": "optional constraints; leave out what you do not need",
+                    "properties": {
+                        "date_from": {"type": "string", "description": "YYYY-MM-DD, inclusive"},
+                        "date_to": {"type": "string", "description": "YYYY-MM-DD, inclusive"},
+                        "sites": {**_HOST_LIST, "description": 'only these hosts: ["who.int"]'},
+                        "exclude_sites": {**_HOST_LIST, "description": "never these hosts"},
+                        "language": {"type": "string", "description": 'ISO 639-1 code, e.g. "en"'},
+                    },
+                    "additionalProperties": False,
+                },
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -82,6 +118,18 @@ PLANNER_TOOLS: tuple[dict[str, Any], ...] = (
                 "direction": {"type": "string", "enum": ["next", "prev"]},
             },
             "required": ["chunk_id"],
+            "additionalProperties": False,
+        },
+    ),
+    function_tool(
+        "open_page",
+        "Open the web page of a search result you were shown, to read its full text.",
+        {
+            "type": "object",
+            "properties": {
+                "result_id": {"type": "string", "description": "the id of a web result shown"},
+            },
+            "required": ["result_id"],
             "additionalProperties": False,
         },
     ),
@@ -110,16 +158,66 @@ def default_scope(chunk: EvidenceChunk, view: PlannerView) -> str | None:
 _STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_HOST = re.compile(r"[a-z0-9-]+(\.[a-z0-9-]+)+")
+
+_Host = Annotated[str, Field(min_length=1, max_length=253)]
+
+
+class _FilterArgs(BaseModel):
+    """The ``filters`` of a search as the model may write them (checked before the run)."""
+
+    model_config = _STRICT
+    date_from: str | None = None
+    date_to: str | None = None
+    sites: list[_Host] = Field(default_factory=list, max_length=10)
+    exclude_sites: list[_Host] = Field(default_factory=list, max_length=10)
+    language: str | None = Field(default=None, pattern=r"^[A-Za-z]{2}$")
+
+    @field_validator("date_from", "date_to")
+    @classmethod
+    def _iso(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            if not _ISO_DATE.fullmatch(value):
+                raise ValueError
+            return dt.date.fromisoformat(value).isoformat()
+        except ValueError:
+            raise ValueError(f"not a date as YYYY-MM-DD: {value!r}") from None
+
+    @field_validator("sites", "exclude_sites")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        hosts = [h.strip().lower() for h in value]
+        bad = [h for h in hosts if not _HOST.fullmatch(h)]
+        if bad:
+            raise ValueError(f"not a host name like who.int: {bad[0]!r}")
+        return hosts
+
+    @model_validator(mode="after")
+    def _consistent(self) -> _FilterArgs:
+        if self.date_from and self.date_to and self.date_from > self.date_to:
+            raise ValueError(f"date_from {self.date_from} is after date_to {self.date_to}")
+        return self
+
+
 class _SearchArgs(BaseModel):
     model_config = _STRICT
     query: str = Field(min_length=1, max_length=500)
     k: int | None = Field(default=None, ge=1)
+    filters: _FilterArgs | None = None
 
 
 class _ReadArgs(BaseModel):
     model_config = _STRICT
     chunk_id: str = Field(min_length=1)
     direction: Literal["next", "prev"] = "next"
+
+
+class _OpenPageArgs(BaseModel):
+    model_config = _STRICT
+    result_id: str = Field(min_length=1)
 
 
 class _AnswerArgs(BaseModel):
@@ -129,7 +227,22 @@ class _AnswerArgs(BaseModel):
 _ARG_MODELS: dict[str, type[BaseModel]] = {
     "search": _SearchArgs,
     "read": _ReadArgs,
+    "open_page": _OpenPageArgs,
     "answer": _AnswerArgs,
+}
+_TOOL_NAMES = "search, read, open_page or answer"
+
+_Tool = Literal["search", "read", "scrape", "answer"]
+
+# What the model can do about each kind of feedback, beyond the run's own words.
+_HINTS: dict[FeedbackKind, str] = {
+    "duplicate": "do not repeat it; search for the part of the question still missing",
+    "loop": "do not repeat it; search for the part of the question still missing",
+    "read_limit": "search or answer instead of reading on",
+    "page_limit": "no more pages can be opened: use the evidence you have",
+    "below_floor": "rephrase it, or search another part of the question",
+    "no_text": "open another result instead",
+    "unapplied_filter": "that provider ignored the filter: judge those results against it yourself",
 }
 
 
@@ -150,6 +263,13 @@ class _Pending:
     name: str
     call: ToolCall | None  # what was returned for execution, None if rejected
     rejection: str = ""
+
+
+@dataclass(slots=True)
+class _Turn:
+    """What the calls checked so far in one model turn claim (pages it opens)."""
+
+    pages: set[str] = field(default_factory=set)
 
 
 class ChatPlanner:
@@ -175,7 +295,9 @@ class ChatPlanner:
             this shape, so keep it off elsewhere.
 
     After each ``decide``, :attr:`last_rejections` lists the calls refused in that
-    turn, so the host actor can publish them as ``tool.rejected`` events.
+    turn, so the host actor can publish them as ``tool.rejected`` events. Every
+    valid call of a turn is returned (the run executes them concurrently);
+    ``open_page`` calls come back as ``scrape`` calls by ``result_id``.
 
     Raises from ``decide``: :class:`actors.models.ChatError` when the first
     model call of a turn fails (the run decides what to do: it is unrecoverable
@@ -225,6 +347,7 @@ class ChatPlanner:
         self._shown = 0
         self._queries_seen = 0
         self._reads_seen = 0
+        self._pages_seen = 0
         self._used_ids: set[str] = set()
         self.last_rejections: list[Rejection] = []
 
@@ -282,7 +405,7 @@ class ChatPlanner:
             self._append_tool_results(pending, {})
             if not result.tool_calls:
                 self.messages.append(
-                    {"role": "user", "content": "Call one of the tools: search, read or answer."}
+                    {"role": "user", "content": f"Call one of the tools: {_TOOL_NAMES}."}
                 )
             try:
                 result = await self._ask(deadline - loop.time())
@@ -333,10 +456,12 @@ class ChatPlanner:
     def _validate(
         self, result: ChatResult, view: PlannerView
     ) -> tuple[list[ToolCall], list[_Pending], list[str]]:
+        """Every valid call of the turn (all are returned: the run runs them concurrently)."""
         calls: list[ToolCall] = []
         pending: list[_Pending] = []
         errors: list[str] = []
-        checks = [self._check(raw, view, result.finish_reason) for raw in result.tool_calls]
+        turn = _Turn()
+        checks = [self._check(raw, view, result.finish_reason, turn) for raw in result.tool_calls]
         wants_other = any(not isinstance(c, str) and c[0] != "answer" for c in checks)
         for index, (raw, checked) in enumerate(zip(result.tool_calls, checks, strict=True)):
             if isinstance(checked, str):
@@ -357,12 +482,12 @@ class ChatPlanner:
         return calls, pending, errors
 
     def _check(
-        self, raw: RawToolCall, view: PlannerView, finish_reason: str | None
-    ) -> tuple[Literal["search", "read", "answer"], dict[str, Any]] | str:
+        self, raw: RawToolCall, view: PlannerView, finish_reason: str | None, turn: _Turn
+    ) -> tuple[_Tool, dict[str, Any]] | str:
         """The validated ``(tool, args)`` of one raw call, or why it is rejected."""
         model = _ARG_MODELS.get(raw.name)
         if model is None:
-            return f"unknown tool {raw.name!r}; the tools are search, read and answer"
+            return f"unknown tool {raw.name!r}; the tools are {_TOOL_NAMES}"
         try:
             parsed: Any = json.loads(raw.arguments_json) if raw.arguments_json.strip() else {}
         except ValueError:
@@ -378,29 +503,57 @@ class ChatPlanner:
                 for e in exc.errors()
             )
         if isinstance(args, _SearchArgs):
-            query = " ".join(args.query.split())
-            if not query:
-                return "the query is empty"
-            if args.k is not None and args.k > self.max_k:
-                return f"k={args.k} is too large (at most {self.max_k})"
-            out: dict[str, Any] = {"query": query}
-            if args.k is not None:
-                out["k"] = args.k
-            return "search", out
+            return self._check_search(args, view)
         if isinstance(args, _ReadArgs):
             problem = self._check_read(args, view)
             if problem:
                 return problem
             return "read", {"chunk_id": args.chunk_id, "direction": args.direction}
+        if isinstance(args, _OpenPageArgs):
+            problem = self._check_open(args, view, turn)
+            if problem:
+                return problem
+            return "scrape", {"result_id": args.result_id}
         return "answer", {}
+
+    def _check_search(
+        self, args: _SearchArgs, view: PlannerView
+    ) -> tuple[_Tool, dict[str, Any]] | str:
+        query = " ".join(args.query.split())
+        if not query:
+            return "the query is empty"
+        if args.k is not None and args.k > self.max_k:
+            return f"k={args.k} is too large (at most {self.max_k})"
+        out: dict[str, Any] = {"query": query}
+        if args.k is not None:
+            out["k"] = args.k
+        if args.filters is not None:
+            f = args.filters
+            if f.date_from and view.today and f.date_from > view.today:
+                return f"filters.date_from {f.date_from} is after today ({view.today})"
+            filters = SearchFilters(
+                date_from=f.date_from,
+                date_to=f.date_to,
+                sites=tuple(f.sites),
+                exclude_sites=tuple(f.exclude_sites),
+                language=f.language.lower() if f.language else None,
+            )
+            both = sorted(set(filters.sites) & set(filters.exclude_sites))
+            if both:
+                return f"filters: {both[0]!r} is in both sites and exclude_sites"
+            if not filters.is_empty:
+                # JSON-shaped (lists, not tuples): the run validates it again as SearchFilters
+                out["filters"] = {
+                    k: list(v) if isinstance(v, tuple) else v
+                    for k, v in filters.model_dump(exclude_defaults=True).items()
+                }
+        return "search", out
 
     def _check_read(self, args: _ReadArgs, view: PlannerView) -> str | None:
         known = {c.id: c for c in view.evidence}
         chunk = known.get(args.chunk_id)
         if chunk is None:
-            return (
-                f"unknown chunk id {args.chunk_id!r}: use only ids shown in tool results"
-            )
+            return f"unknown chunk id {args.chunk_id!r}: use only ids shown in tool results"
         out_of_scope = self.scope(chunk, view)
         if out_of_scope:
             return f"out of scope: {out_of_scope}"
@@ -410,6 +563,37 @@ class ChatPlanner:
             return f"chunk {chunk.id!r} has no passage {side} it"
         if neighbour is not None and neighbour in known:
             return f"the passage {args.direction} of {chunk.id!r} is already shown: {neighbour!r}"
+        return None
+
+    def _check_open(self, args: _OpenPageArgs, view: PlannerView, turn: _Turn) -> str | None:
+        """Only web results shown in this run, each page once, within the page budget."""
+        chunk = next((c for c in view.evidence if c.id == args.result_id), None)
+        if chunk is None:
+            return (
+                f"unknown result id {args.result_id!r}: use only ids of web results shown "
+                "in tool results"
+            )
+        if not _is_web(chunk):
+            return (
+                f"{chunk.id!r} is not a web result: open_page opens only web pages "
+                "(use read for the passages around it)"
+            )
+        out_of_scope = self.scope(chunk, view)
+        if out_of_scope:
+            return f"out of scope: {out_of_scope}"
+        page = _url_key(chunk.url)
+        if page in {_url_key(u) for u in view.pages}:
+            return f"the page of {chunk.id!r} is already open: its passages are in the evidence"
+        if page in turn.pages:
+            return f"the page of {chunk.id!r} is already being opened in this turn"
+        if view.remaining_pages is not None and len(turn.pages) >= view.remaining_pages:
+            if view.remaining_pages <= 0:
+                return "no pages left to open in this run: answer from the evidence, or search"
+            return (
+                f"only {view.remaining_pages} page(s) left to open in this run, and this turn "
+                "already opens them"
+            )
+        turn.pages.add(page)
         return None
 
     def _unique_id(self, model_id: str, round_: int, index: int, prefix: str = "chat") -> str:
@@ -427,14 +611,14 @@ class ChatPlanner:
 
     def _opening(self, view: PlannerView) -> str:
         lines = [f"Question: {view.question}"]
+        if view.today:
+            lines.append(f"Today's date: {view.today} (for date filters).")
         if view.collections:
             lines.append("Collections: " + ", ".join(view.collections))
         if view.evidence:
             lines.append("Evidence already gathered:")
             lines += [self._render(c) for c in view.evidence]
-        if view.feedback:
-            lines.append("Notes from the run:")
-            lines += [f"- {f}" for f in view.feedback]
+        lines += _feedback_notes(view.feedback, view.today)
         lines += self._status(view)
         lines.append("Call a tool.")
         return "\n".join(lines)
@@ -443,6 +627,8 @@ class ChatPlanner:
         new = list(view.evidence[self._shown :])
         queries = list(view.queries[self._queries_seen :])
         reads = list(view.reads[self._reads_seen :])
+        pages = [_url_key(u) for u in view.pages[self._pages_seen :]]
+        known = {c.id: c for c in view.evidence}
         self._mark_seen(view)
         by_call: dict[str, list[EvidenceChunk]] = {}
         ran: set[str] = set()
@@ -462,7 +648,25 @@ class ChatPlanner:
                     mine = [c for c in new if target in (c.prev_id, c.next_id)]
                     by_call[p.call.id] = mine
                     new = [c for c in new if c not in mine]
-        self._append_tool_results(self._pending, by_call, ran)
+            elif p.call.tool == "scrape":
+                result = known.get(str(p.call.args["result_id"]))
+                page = _url_key(result.url) if result is not None else ""
+                if page in pages:
+                    pages.remove(page)
+                    ran.add(p.call.id)
+                    mine = [c for c in new if not c.snippet and _url_key(c.url) == page]
+                    by_call[p.call.id] = mine
+                    new = [c for c in new if c not in mine]
+        # feedback about one of our calls goes with that call's result; the rest is a note
+        ours = {p.call.id for p in self._pending if p.call is not None}
+        per_call: dict[str, list[Feedback]] = {}
+        general: list[Feedback] = []
+        for f in view.feedback:
+            if f.call_id in ours:
+                per_call.setdefault(f.call_id, []).append(f)
+            else:
+                general.append(f)
+        self._append_tool_results(self._pending, by_call, ran, per_call, view.today)
         self._pending = []
         notes: list[str] = []
         if self._fallback_note:
@@ -471,11 +675,9 @@ class ChatPlanner:
         if new:
             notes.append("Other new evidence:")
             notes += [self._render(c) for c in new]
-        if view.feedback:
-            notes.append("Notes from the run:")
-            notes += [f"- {f}" for f in view.feedback]
+        notes += _feedback_notes(general, view.today)
         notes += self._status(view)
-        notes.append("Call the next tool, or answer() if the evidence is enough.")
+        notes.append("Call the next tools, or answer() if the evidence is enough.")
         self.messages.append({"role": "user", "content": "\n".join(notes)})
 
     def _append_tool_results(
@@ -483,20 +685,28 @@ class ChatPlanner:
         pending: Sequence[_Pending],
         by_call: Mapping[str, list[EvidenceChunk]],
         ran: set[str] | None = None,
+        feedback: Mapping[str, Sequence[Feedback]] | None = None,
+        today: str = "",
     ) -> None:
         as_user: list[str] = []
         for p in pending:
+            said = [
+                _feedback_line(f, today)
+                for f in (feedback or {}).get(p.call.id if p.call else "", ())
+            ]
             if p.call is None:
                 content = compact = p.rejection
             elif p.call.tool == "answer":
                 content = compact = "noted"
             elif ran is not None and p.call.id not in ran:
-                content = compact = "not run (see the notes from the run)"
+                content = compact = "\n".join(
+                    ["not run:", *said] if said else ["not run (see the notes from the run)"]
+                )
             else:
                 chunks = by_call.get(p.call.id, [])
                 head = _describe(p.call, len(chunks))
-                content = "\n".join([head, *(self._render(c) for c in chunks)])
-                compact = "\n".join([head, *(f"[{c.id}] {c.title}" for c in chunks)])
+                content = "\n".join([head, *(self._render(c) for c in chunks), *said])
+                compact = "\n".join([head, *(_label(c) for c in chunks), *said])
             if self.results_as_user:
                 as_user.append(f"Result of {p.name or 'call'} ({p.model_id}): {content}")
                 continue
@@ -509,8 +719,7 @@ class ChatPlanner:
         text = " ".join(chunk.text.split())
         if len(text) > self.max_chunk_chars:
             text = text[: self.max_chunk_chars].rsplit(" ", 1)[0] + " ..."
-        title = f" {chunk.title}:" if chunk.title else ""
-        return f"[{chunk.id}]{title} {text}"
+        return f"{_label(chunk)}: {text}" if chunk.title else f"{_label(chunk)} {text}"
 
     def _status(self, view: PlannerView) -> list[str]:
         parts = []
@@ -518,6 +727,8 @@ class ChatPlanner:
             parts.append(f"{view.remaining_steps} model steps")
         if view.remaining_tool_calls is not None:
             parts.append(f"{view.remaining_tool_calls} tool calls")
+        if view.remaining_pages is not None:
+            parts.append(f"{view.remaining_pages} pages to open")
         if view.remaining_s is not None:
             parts.append(f"{view.remaining_s:.0f} s")
         return [f"Budget left: {', '.join(parts)}."] if parts else []
@@ -526,6 +737,7 @@ class ChatPlanner:
         self._shown = len(view.evidence)
         self._queries_seen = len(view.queries)
         self._reads_seen = len(view.reads)
+        self._pages_seen = len(view.pages)
 
     def _compact_history(self) -> None:
         """Shrink the oldest tool results to ids and titles while the context is too long."""
@@ -549,10 +761,68 @@ def _take_query(records: list[QueryRecord], query: str) -> QueryRecord | None:
 
 def _describe(call: ToolCall, n: int) -> str:
     if call.tool == "search":
-        what = f"search({call.args['query']!r})"
+        what = f"search({call.args['query']!r}"
+        filters = call.args.get("filters")
+        if isinstance(filters, dict) and filters:
+            what += ", filters " + json.dumps(filters, sort_keys=True)
+        what += ")"
+    elif call.tool == "scrape":
+        what = f"open_page({call.args['result_id']!r})"
     else:
         what = f"read({call.args['chunk_id']!r}, {call.args['direction']!r})"
     return f"{what}: {n} new passage{'s' if n != 1 else ''}" + (":" if n else " (nothing new)")
+
+
+def _is_web(chunk: EvidenceChunk) -> bool:
+    return chunk.url.lower().startswith(("http://", "https://"))
+
+
+def _url_key(url: str) -> str:
+    """A URL as the run compares pages (normalised; the raw string if it cannot be parsed)."""
+    try:
+        return normalize_url(url)
+    except (ValueError, TypeError):
+        return url.strip()
+
+
+def _label(chunk: EvidenceChunk) -> str:
+    """``[id] (snippet, host) title``: the model sees which results are only snippets."""
+    tags: list[str] = []
+    if _is_web(chunk):
+        if chunk.snippet:
+            tags.append("snippet")
+        host = (urlsplit(chunk.url).hostname or "").removeprefix("www.")
+        if host:
+            tags.append(host)
+    tag = f" ({', '.join(tags)})" if tags else ""
+    title = f" {chunk.title}" if chunk.title else ""
+    return f"[{chunk.id}]{tag}{title}"
+
+
+def _feedback_notes(feedback: Sequence[Feedback], today: str) -> list[str]:
+    if not feedback:
+        return []
+    return ["Notes from the run:", *(_feedback_line(f, today) for f in feedback)]
+
+
+def _feedback_line(f: Feedback, today: str) -> str:
+    """One feedback item from its fields, with what the model can do about it."""
+    about = f" ({f.tool or 'search'} {f.query!r})" if f.query else f" ({f.url})" if f.url else ""
+    line = f"- {f.kind}{about}: {f.detail or f.kind.replace('_', ' ')}"
+    if f.hosts:
+        line += f" [hosts: {', '.join(f.hosts)}]"
+    if f.kind == "spam":
+        hint = (
+            f"add filters.exclude_sites {json.dumps(list(f.hosts))} to your next searches"
+            if f.hosts
+            else "exclude the hosts of those results with filters.exclude_sites"
+        )
+    elif f.kind == "stale":
+        when = f"; today is {today}" if today else ""
+        hint = f"add filters.date_from (YYYY-MM-DD{when}) to get recent results"
+    else:
+        hint = _HINTS.get(f.kind, "")
+    return f"{line} -> {hint}" if hint else line
 
 
 def _assistant_message(result: ChatResult) -> dict[str, Any]:

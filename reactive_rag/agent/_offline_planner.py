@@ -14,22 +14,28 @@ Everything here is deterministic and cheap (regexes, stemming, set algebra).
 
 from __future__ import annotations
 
+import datetime as _dt
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from pydantic import JsonValue
 
 from actors.text import (
     DEMONYMS,
     STOPWORDS,
+    AskedPeriod,
+    asked_period,
     content_terms,
     looks_like_code,
     split_sentences,
     stem,
     tokenize,
 )
-from streams import EvidenceChunk, ToolCall
+from streams import EvidenceChunk, Feedback, ToolCall
 
 from ._loop_guard import normalize_query
 from ._policy import Decision, PlannerView, QueryRecord
@@ -271,10 +277,15 @@ class OfflinePlanner:
     """Offline :class:`~reactive_rag.agent.PlannerPolicy` (no model, deterministic).
 
     Round 1 expands the question into 2-3 searches (the de-subjectivised
-    question, its key terms, one search per named entity of a comparison).
-    Later rounds search bridges found in the evidence, read on from promising
-    passages that stop short, and answer when the evidence covers the question,
-    the search saturates, the run warns about loops, or rounds/budget run low.
+    question, its key terms, one search per named entity of a comparison),
+    with a date range when the question asks about a period ("last year").
+    Later rounds open the most promising web results whose page is unread,
+    search bridges found in the evidence, read on from promising passages
+    that stop short, and answer when the evidence covers the question, the
+    run reports repeated loops, or rounds/budget run low (pages still worth
+    opening are opened first). Typed feedback steers it: hosts flagged as spam
+    are excluded from later searches, a search whose results were all stale
+    is repeated with the asked period as a filter.
 
     Args:
         max_rounds: search rounds before answering (a read-on round counts).
@@ -287,6 +298,7 @@ class OfflinePlanner:
             relative clause and one passage covering all of them is answered
             after the first round.
         k: hits asked per search (``None`` lets the run decide).
+        pages_per_round: web results opened per round (within the run's page budget).
     """
 
     name = "offline"
@@ -301,6 +313,7 @@ class OfflinePlanner:
         min_search_rounds: int = 2,
         simple_max_terms: int = 4,
         k: int | None = None,
+        pages_per_round: int = 3,
     ) -> None:
         if max_rounds < 1:
             raise ValueError("max_rounds must be >= 1")
@@ -313,6 +326,10 @@ class OfflinePlanner:
         self.top_chunks = top_chunks
         self.coverage_to_answer = coverage_to_answer
         self.k = k
+        self.pages_per_round = pages_per_round
+        self._excluded: set[str] = set()  # hosts flagged as spam in this run
+        self._dated: set[str] = set()  # queries sent with a date filter
+        self._gave_up_dates = False
 
     # --- public entry point -----------------------------------------------------------
 
@@ -322,53 +339,158 @@ class OfflinePlanner:
 
     def plan(self, view: PlannerView) -> Decision:
         """Synchronous :meth:`decide` (the policy does no I/O)."""
+        self._excluded |= {h for f in view.feedback if f.kind == "spam" for h in f.hosts}
+        self._gave_up_dates = self._dated_empty(view)
         stop = self._stop_reason(view)
-        if stop:
+        pages = self._pages_to_open(view) if not _hard_stop(stop) else []
+        if stop and not pages:
             return Decision(action="answer", reason=stop)
         done = {normalize_query(q.query) for q in view.queries}
         read: str | None = None
-        if not view.queries:
+        queries: list[str] = []
+        reason = ""
+        if stop:
+            reason = f"open the pages of the best results before answering ({stop})"
+        elif not view.queries:
             queries = self._expand(view.question)
             reason = "expand the question into searches"
         else:
             queries, reason = self._follow_up(view, done)
             read = self._read_on(view)
+            if pages:
+                reason = "open the pages of the best results; " + reason
         fresh: list[str] = []
         for q in queries:
             key = normalize_query(q)
             if key and key not in done:
                 done.add(key)
                 fresh.append(q)
-        calls: list[ToolCall] = []
+        moves: list[tuple[str, dict[str, JsonValue]]] = []
         if read is not None:
-            calls.append(
-                ToolCall(
-                    id=f"p{view.round}-0",
-                    tool="read",
-                    args={"chunk_id": read, "direction": "next"},
-                )
-            )
-        first = len(calls)
-        calls.extend(
-            ToolCall(id=f"p{view.round}-{first + i}", tool="search", args=self._args(q))
-            for i, q in enumerate(fresh)
-        )
+            moves.append(("read", {"chunk_id": read, "direction": "next"}))
+        moves.extend(("scrape", {"result_id": rid}) for rid in pages)
+        period = self._period(view)
+        moves.extend(("search", self._args(q, period)) for q in fresh)
+        if not stop:
+            moves.extend(("search", self._args(q, p)) for q, p in self._stale_retries(view, done))
+        calls = [ToolCall(id=f"p{view.round}-{i}", tool=tool, args=args)
+                 for i, (tool, args) in enumerate(moves)]
         limit = view.remaining_tool_calls
         if limit is not None:
             calls = calls[: max(0, limit)]
         if not calls:
-            return Decision(action="answer", reason="no new angle left to search")
+            return Decision(action="answer", reason=stop or "no new angle left to search")
         if read is not None:
             reason = "read on from a promising passage" + (f"; {reason}" if fresh else "")
         if any(c.tool == "search" for c in calls):
             return Decision(action="search", calls=tuple(calls), reason=reason)
+        if any(c.tool == "scrape" for c in calls):
+            return Decision(action="scrape", calls=tuple(calls), reason=reason)
         return Decision(action="read", calls=tuple(calls), reason=reason)
 
-    def _args(self, query: str) -> dict[str, object]:
-        args: dict[str, object] = {"query": query}
+    def _args(self, query: str, period: AskedPeriod | None = None) -> dict[str, JsonValue]:
+        args: dict[str, JsonValue] = {"query": query}
         if self.k is not None:
             args["k"] = self.k
+        filters: dict[str, JsonValue] = {}
+        if period is not None:
+            if period.date_from is not None:
+                filters["date_from"] = period.date_from.isoformat()
+            if period.date_to is not None:
+                filters["date_to"] = period.date_to.isoformat()
+        if self._excluded:
+            filters["exclude_sites"] = list(sorted(self._excluded))
+        if filters:
+            args["filters"] = filters
+            if period is not None:
+                self._dated.add(normalize_query(query))
         return args
+
+    # --- web pages and soft failures ----------------------------------------------------
+
+    def _period(self, view: PlannerView) -> AskedPeriod | None:
+        """The period to filter searches by: one that moves with the run's date.
+
+        "last year", "this month", "past 30 days" ask for recent sources; "in
+        1990" asks about 1990, and a page about it need not be from 1990, so
+        absolute periods are no publication filter. Neither is the default
+        window of "latest" (stale results make the planner retry with it).
+        Once a dated search found nothing, the source has no dates: no filter.
+        """
+        if not view.today or self._dated_empty(view):
+            return None
+        period = asked_period(view.question, _dt.date.fromisoformat(view.today))
+        if period is None or not period.relative or period.default_window:
+            return None
+        return period
+
+    def _dated_empty(self, view: PlannerView) -> bool:
+        return any(f.kind in ("empty", "below_floor") and normalize_query(f.query) in self._dated
+                   for f in view.feedback) or self._gave_up_dates
+
+    def _recent(self, view: PlannerView) -> AskedPeriod | None:
+        """The period a stale retry filters by (the default window counts here)."""
+        if not view.today:
+            return None
+        return asked_period(view.question, _dt.date.fromisoformat(view.today))
+
+    def _pages_to_open(self, view: PlannerView) -> list[str]:
+        """Result ids of unread web pages whose snippet speaks to the question, best first."""
+        room = self.pages_per_round
+        if view.remaining_pages is not None:
+            room = min(room, view.remaining_pages)
+        if view.remaining_tool_calls is not None:
+            room = min(room, view.remaining_tool_calls)
+        if room <= 0:
+            return []
+        opened = set(view.pages)
+        wanted = set(content_terms(view.question))
+        held_pages = {c.url for c in view.evidence if not c.snippet and c.url}
+        picks: list[str] = []
+        seen_urls: set[str] = set()
+        # What the opened pages begin with: a result whose snippet repeats one is a copy
+        # of a page already read (a mirror), not worth a page of the budget.
+        known = [_opening(c.text) for c in view.evidence
+                 if c.url in opened or (c.url in held_pages and c.position == 0)]
+        # Best first by the reranker's score against the query that found it (a
+        # 20-word snippet covers few question words, so coverage ranks it poorly).
+        snippets = sorted((c for c in view.evidence if c.snippet),
+                          key=lambda c: -(c.score or 0.0))
+        for c in snippets:
+            if c.url in opened or c.url in held_pages or c.url in seen_urls:
+                continue
+            if _host_of(c.url) in self._excluded:
+                continue  # a host that served spam in this run
+            if not wanted & (_chunk_terms(c) | set(content_terms(c.title))):
+                continue  # the snippet says nothing about the question
+            start = _opening(c.text)
+            if any(_same_text(start, k) for k in known):
+                continue
+            known.append(start)
+            seen_urls.add(c.url)
+            picks.append(c.id)
+            if len(picks) >= room:
+                break
+        return picks
+
+    def _stale_retries(self, view: PlannerView,
+                       done: set[str]) -> list[tuple[str, AskedPeriod | None]]:
+        """Searches whose results were all older than the asked period, once more with it."""
+        period = self._recent(view)
+        if period is None:
+            return []
+        out: list[tuple[str, AskedPeriod | None]] = []
+        for f in view.feedback:
+            if f.kind != "stale" or not f.query:
+                continue
+            year = period.date_to.year if period.date_to else _dt.date.fromisoformat(
+                view.today).year
+            retry = f.query if str(year) in f.query else f"{f.query} {year}"
+            key = normalize_query(retry)
+            if key and key not in done:
+                done.add(key)
+                out.append((retry, period))
+        return out
 
     # --- when to stop -------------------------------------------------------------------
 
@@ -383,10 +505,8 @@ class OfflinePlanner:
             return ""
         if view.round > self.max_rounds:
             return f"searched {self.max_rounds} rounds"
-        fb = " ".join(view.feedback).lower()
-        if any(w in fb for w in ("saturat", "stop search", "search phase ended")):
-            return "search saturated"
-        if fb.count("loop") >= 2 or "repeated loops" in fb:
+        kinds = Counter(f.kind for f in view.feedback)
+        if kinds["loop"] + kinds["duplicate"] >= 2:
             return "repeated loops"
         if (
             view.round > self.min_search_rounds
@@ -535,7 +655,7 @@ class OfflinePlanner:
     def _read_on(self, view: PlannerView) -> str | None:
         """A top passage worth reading on from: it stops mid-sentence, or its
         document is strongly relevant but the passage lacks some question terms."""
-        if any("read" in f.lower() and "limit" in f.lower() for f in view.feedback):
+        if any(f.kind == "read_limit" for f in view.feedback):
             return None
         read = set(view.reads)
         held = {c.id for c in view.evidence}
@@ -569,6 +689,30 @@ _ATTRIBUTE = {
     "higher": "",
     "taller": "",
 }
+
+
+def _opening(text: str, words: int = 20) -> frozenset[str]:
+    """The content words a text (or a page's snippet) begins with."""
+    return frozenset(content_terms(" ".join(text.split()[:words])))
+
+
+def _same_text(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two openings close enough to be copies of one text (Jaccard >= 0.7)."""
+    if not a or not b:
+        return False
+    return len(a & b) / len(a | b) >= 0.7
+
+
+def _host_of(url: str) -> str:
+    return (urlsplit(url).hostname or "").removeprefix("www.")
+
+
+_HARD_STOPS = ("tool-call budget spent", "model steps nearly spent", "time nearly spent")
+
+
+def _hard_stop(reason: str) -> bool:
+    """A stop no page is worth overriding (budget or time), unlike "searched N rounds"."""
+    return reason in _HARD_STOPS
 
 
 def _comparison_pair(question: str, ents: Sequence[str]) -> tuple[str, str] | None:
@@ -610,14 +754,13 @@ def _stops_short(chunk: EvidenceChunk) -> bool:
     return bool(chunk.next_id) and bool(tail) and tail[-1] not in ".!?\"')\u201d]"
 
 
-def _came_back_empty(record: QueryRecord, feedback: Sequence[str]) -> bool:
+def _came_back_empty(record: QueryRecord, feedback: Sequence[Feedback]) -> bool:
     """No hits, or hits that all fell under the relevance floor (the run says so)."""
     if record.hits == 0:
         return True
     if record.new_evidence:
         return False
-    quoted = repr(record.query)
-    return any(quoted in f and "nothing" in f.lower() for f in feedback)
+    return any(f.kind in ("empty", "below_floor") and f.query == record.query for f in feedback)
 
 
 def _rewrites(question: str, empty: Sequence[QueryRecord]) -> list[str]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from streams import Claim, ClaimError, EvidenceChunk, ToolCall
+from streams import Claim, ClaimError, EvidenceChunk, Feedback, ToolCall
 
 __all__ = [
     "Decision",
@@ -39,22 +39,28 @@ class QueryRecord:
 class PlannerView:
     """Everything a planner policy may base its next move on.
 
-    ``evidence`` holds every registered chunk in registration order; ``feedback``
-    carries the run's refusals and warnings since the last turn (loop detected,
-    duplicate call, read limit, empty results, invalid arguments) so a policy
-    (or a model) can change course instead of repeating itself.
+    ``evidence`` holds every registered chunk in registration order (web
+    results whose page was not opened have ``snippet=True``); ``feedback``
+    carries the run's refusals and warnings since the last turn as typed
+    :class:`~streams.Feedback` (loop, duplicate, read limit, empty, below the
+    floor, spam, stale...) so a policy decides on ``kind``, never on prose.
+    ``pages`` are the URLs this run opened; ``today`` is the run's date (ISO),
+    for date filters ("last year").
     """
 
     question: str
     round: int
     evidence: Sequence[EvidenceChunk]
     queries: Sequence[QueryRecord]
-    feedback: Sequence[str] = ()
+    feedback: Sequence[Feedback] = ()
     reads: Sequence[str] = ()
     remaining_steps: int | None = None
     remaining_tool_calls: int | None = None
     remaining_s: float | None = None
     collections: Sequence[str] = ()
+    pages: Sequence[str] = ()
+    remaining_pages: int | None = None
+    today: str = ""
 
 
 @dataclass(frozen=True, slots=True)

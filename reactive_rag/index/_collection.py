@@ -14,12 +14,13 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from actors.providers._filtering import language_code, url_host
 from streams import EvidenceChunk
 
 from ._bm25 import Bm25, top_k
 from ._dense import DenseStore
 from ._exceptions import ChunkNotFound, EmbedderMismatch, IndexCorrupt
-from ._filters import SearchFilter, date_ordinal
+from ._filters import DocColumns, SearchFilter, date_ordinal
 from ._fusion import DEFAULT_ALPHA, DEFAULT_FUSION, Fusion, fuse
 from ._layout import FORMAT_VERSION, release_lease
 
@@ -31,6 +32,7 @@ __all__ = [
     "SearchMode",
     "SearchResult",
     "chunk_id",
+    "document_language",
     "split_chunk_id",
 ]
 
@@ -60,6 +62,14 @@ class EmbedderLike(Protocol):
     def embed_passages(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Unit passage vectors."""
         ...
+
+
+def document_language(metadata: object) -> str | None:
+    """A document's language from its metadata (``language`` or ``lang``), as ``"en"``."""
+    if not isinstance(metadata, dict):
+        return None
+    value = metadata.get("language") or metadata.get("lang")
+    return (language_code(value) or None) if isinstance(value, str) else None
 
 
 def chunk_id(doc_id: str, position: int) -> str:
@@ -175,6 +185,19 @@ class Collection:
             for t in d.get("tags", ()):
                 tag_rows.setdefault(t, []).append(i)
         self._doc_tags = {t: np.asarray(r, dtype=np.int64) for t, r in tag_rows.items()}
+        hosts = [url_host(str(d.get("url") or "")) or "" for d in docs]
+        langs = [document_language(d.get("metadata")) or "" for d in docs]
+        host_names, lang_names = sorted(set(hosts) | {""}), sorted(set(langs) | {""})
+        host_code = {h: i for i, h in enumerate(host_names)}
+        lang_code = {x: i for i, x in enumerate(lang_names)}
+        self._columns = DocColumns(
+            types=self._doc_types, type_index=self._type_code, dates=self._doc_dates,
+            tags=self._doc_tags, index=self._doc_index,
+            hosts=np.asarray([host_code[h] for h in hosts], dtype=np.int32),
+            host_names=host_names,
+            languages=np.asarray([lang_code[x] for x in langs], dtype=np.int32),
+            language_names=lang_names,
+        )
         self._offsets = np.load(gen / "offsets.npy", mmap_mode="r")
         self._chunk_doc = np.load(gen / "chunk_doc.npy", mmap_mode="r")
         vectors = np.load(gen / "vectors.npy", mmap_mode="r")
@@ -218,6 +241,11 @@ class Collection:
     def generation(self) -> int:
         """The generation number (grows by one per re-index)."""
         return int(self.manifest["generation"])
+
+    @property
+    def has_languages(self) -> bool:
+        """Whether any document has ``language`` metadata (else a language filter is moot)."""
+        return self._columns.has_languages
 
     @property
     def dense(self) -> DenseStore:
@@ -301,14 +329,7 @@ class Collection:
         """Boolean mask over chunk rows for ``filters`` (None when nothing is excluded)."""
         if filters is None or filters.is_empty:
             return None
-        type_codes = None
-        if filters.doc_types:
-            type_codes = [self._type_code[t] for t in filters.doc_types if t in self._type_code]
-        doc_mask = filters.doc_mask(
-            doc_types=self._doc_types, doc_dates=self._doc_dates, doc_tags=self._doc_tags,
-            doc_index=self._doc_index, type_codes=type_codes,
-        )
-        out: npt.NDArray[np.bool_] = doc_mask[self._chunk_doc]
+        out: npt.NDArray[np.bool_] = filters.mask(self._columns)[self._chunk_doc]
         return out
 
     def embed_query(self, query: str) -> npt.NDArray[np.float32]:

@@ -1,4 +1,9 @@
-"""The local corpus as a search provider, like any web API."""
+"""The local corpus as a search provider, like any web API.
+
+It applies every structured filter inside the search (the mask is set before
+any top-k cut, so a selective filter still yields ``k`` hits), and each hit
+names its neighbour chunks so the agent can read on from it.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,17 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from actors.providers import (
+    FILTER_NAMES,
     ProviderError,
     ProviderNotConfigured,
     ProviderTimeout,
     ProviderUnavailable,
+    UnappliedFilter,
 )
 from actors.providers._protocol import time_left
-from streams import Hit
+from streams import Hit, SearchFilters
 
-from ._collection import Chunk, Direction, SearchMode, SearchResult
+from ._collection import Chunk, Direction, SearchMode, SearchResult, document_language
 from ._exceptions import CollectionNotFound, CorpusError
 from ._filters import SearchFilter
 from ._index import CorpusIndex
@@ -36,7 +43,8 @@ def _hit(result: SearchResult) -> Hit:
     return Hit(
         url=chunk_url(c), title=c.title, snippet=snippet, content=c.text,
         source=f"local:{c.collection}", published_at=c.date, score=result.score,
-        doc_id=c.doc_id, chunk_id=c.id,
+        doc_id=c.doc_id, chunk_id=c.id, position=c.position, prev_id=c.prev_id,
+        next_id=c.next_id,
     )
 
 
@@ -51,9 +59,12 @@ class LocalCorpusProvider:
         collections: Collection name(s) to search.
         name: Provider name in the registry and in events.
         filters: Metadata filters applied to every search (``collections`` in it
-            narrows ``collections`` further).
+            narrows ``collections`` further); a request's ``filters=`` must
+            hold as well.
         mode: "hybrid" (default), "bm25" or "dense".
     """
+
+    supported_filters: frozenset[str] = FILTER_NAMES
 
     def __init__(
         self,
@@ -71,24 +82,52 @@ class LocalCorpusProvider:
         self.name = name
         self.filters = filters
         self.mode: SearchMode = mode
+        self._unlabelled: set[str] = set()  # collections seen to lack language metadata
 
-    def _search_sync(self, query: str, k: int) -> list[Hit]:
+    def _search_sync(self, query: str, k: int, request: SearchFilters | None = None
+                     ) -> list[Hit]:
+        extra = (SearchFilter.from_request(request)
+                 if request is not None and not request.is_empty else None)
+        combined = self.filters
+        if extra is not None:  # both must hold
+            combined = extra if combined is None else combined & extra
         results: list[SearchResult] = []
         for coll in self.collections:
-            if self.filters is not None and not self.filters.allows_collection(coll):
+            if combined is not None and not combined.allows_collection(coll):
                 continue
-            results.extend(self.index.search(query, collection=coll, k=k, mode=self.mode,
-                                             filters=self.filters))
+            found = self.index.search(query, collection=coll, k=k, mode=self.mode,
+                                      filters=combined)
+            if extra is not None and extra.languages and found:
+                # A collection without language metadata is not narrowed by a
+                # language: its hits come back unlabelled, and unapplied() says so.
+                if any(not document_language(r.chunk.metadata) for r in found):
+                    self._unlabelled.add(coll)
+                else:
+                    self._unlabelled.discard(coll)
+            results.extend(found)
         results.sort(key=lambda r: r.score, reverse=True)
         return [_hit(r) for r in results[:k]]
+
+    def unapplied(self, filters: SearchFilters) -> tuple[UnappliedFilter, ...]:
+        """Only ``language``, for collections whose documents carry no language metadata."""
+        if not filters.language:
+            return ()
+        bare = sorted(c for c in self.collections if c in self._unlabelled)
+        if not bare:
+            return ()
+        return (UnappliedFilter("language", f"no language metadata in {', '.join(bare)}"),)
 
     def _translate(self, exc: CorpusError) -> ProviderError:
         if isinstance(exc, CollectionNotFound):
             return ProviderNotConfigured(str(exc), provider=self.name)
         return ProviderUnavailable(str(exc), provider=self.name)
 
-    async def search(self, query: str, k: int, deadline: float | None) -> Sequence[Hit]:
-        """Up to ``k`` chunks as hits, best first (``doc_id`` and ``chunk_id`` set).
+    async def search(self, query: str, k: int, deadline: float | None, *,
+                     filters: SearchFilters | None = None) -> Sequence[Hit]:
+        """Up to ``k`` chunks as hits under ``filters``, best first.
+
+        Each hit carries ``doc_id``, ``chunk_id``, ``position`` and its
+        neighbours ``prev_id``/``next_id`` (ids :meth:`read` and the index read).
 
         Raises:
             ProviderTimeout: the deadline passed first.
@@ -102,7 +141,7 @@ class LocalCorpusProvider:
             raise ProviderTimeout("deadline already passed", provider=self.name)
         try:
             async with asyncio.timeout(left):
-                return await asyncio.to_thread(self._search_sync, query, k)
+                return await asyncio.to_thread(self._search_sync, query, k, filters)
         except TimeoutError as exc:
             raise ProviderTimeout(f"no result within {left:.3f}s", provider=self.name) from exc
         except CorpusError as exc:

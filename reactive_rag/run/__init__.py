@@ -6,8 +6,8 @@ from ._conflicts import conflict_claims, conflicts_for_answer, find_conflicts
 from ._controller import RunController
 from ._exceptions import IllegalTransition, RunConfigError, RunError
 from ._machine import (
+    CallResult,
     Command,
-    EvidenceSelector,
     Finish,
     InFlight,
     Phase,
@@ -23,8 +23,8 @@ __all__ = [
     "Answerability",
     "AnswerabilityJudge",
     "Budget",
+    "CallResult",
     "Command",
-    "EvidenceSelector",
     "Finish",
     "IllegalTransition",
     "InFlight",

@@ -18,13 +18,16 @@ class Budget:
     """
 
     max_steps: int = 12  # model turns (planner decisions)
-    max_tool_calls: int = 8  # searches, reads and scrapes actually run
+    max_tool_calls: int = 12  # searches, reads and page opens actually run
+    max_parallel_calls: int = 4  # tool calls of one plan step in flight at once
+    max_pages: int = 6  # web pages a run may open
     wall_s: float = 90.0  # deadline of the search phase
     model_call_s: float = 30.0  # cap on one model call
     tool_call_s: float = 20.0  # cap on one tool call
     max_tokens: int = 60_000  # tokens reported by model servers
     max_consecutive_reads: int = 2  # reads in a row once evidence is held
     final_evidence: int = 5  # chunks given to the writer
+    shortlist: int = 20  # chunks the final rerank keeps for the selector to choose from
     per_search_k: int = 10  # chunks kept from one search after reranking
     finalize_s: float = 15.0  # extra time for the finalizer after the deadline
     saturation_overlap: float = 0.8  # share of a round's evidence already known

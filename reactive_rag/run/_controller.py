@@ -39,6 +39,7 @@ class RunController(Actor):
     handles = (
         "run.started", "plan.decided", "search.completed", "search.failed", "read.completed",
         "read.failed", "page.scraped", "scrape.failed", "rerank.completed", "rerank.failed",
+        "evidence.selected",
         "answer.drafted", "answer.verified", "verify.failed", "budget.exhausted", "actor.failed",
     )
 

@@ -4,9 +4,13 @@ No I/O and no clock: time comes in through events (``ts``). Side effects are
 commands (events to publish, or a :class:`Finish`); their results come back as
 events. Any situation can be built directly as a :class:`RunState` in a test.
 
-Tool calls decided in one model turn are queued and run one at a time; before
-each, the machine re-checks the budget, duplicates (same call id; else same
-tool and normalised arguments), the read-on limit and the arguments themselves.
+Tool calls decided in one model turn are queued and dispatched up to
+``max_parallel_calls`` at a time; before each, the machine cleans its
+arguments and re-checks the budget (counted at dispatch), duplicates (same
+call id; else same tool and normalised arguments), the read-on and page
+limits and the arguments themselves. Results are applied in dispatch order,
+whatever order they arrive in, so a run's decisions do not depend on which
+provider answered first.
 
 Before the writer is asked, an injected answerability judge says whether the
 chosen evidence covers every part of the question; the machine then writes,
@@ -16,15 +20,20 @@ what is missing, or ends with ``no_evidence``.
 
 from __future__ import annotations
 
+import datetime as _dt
 import enum
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
 
 from actors.rerank import Credibility
+from actors.text import normalize_url
 from streams import (
     ActorFailed,
     AnswerabilityJudged,
@@ -39,6 +48,9 @@ from streams import (
     Event,
     EvidenceChunk,
     EvidenceRegistered,
+    EvidenceSelected,
+    Feedback,
+    FeedbackKind,
     Hit,
     LoopDetected,
     Outcome,
@@ -52,13 +64,16 @@ from streams import (
     RerankCompleted,
     RerankFailed,
     RerankRequested,
+    ResultsFlagged,
     RunFallback,
     RunStarted,
     ScrapeFailed,
     ScrapeRequested,
     SearchCompleted,
     SearchFailed,
+    SearchFilters,
     SearchRequested,
+    SelectionRequested,
     ToolCall,
     ToolRejected,
     VerifyFailed,
@@ -68,10 +83,12 @@ from ._answerability import Answerability, AnswerabilityJudge, limits_note, part
 from ._budget import Budget
 from ._conflicts import conflicts_for_answer
 from ._exceptions import IllegalTransition
+from ._hygiene import clean_call
+from ._soft_failures import spam_flags, stale_flag
 
 __all__ = [
+    "CallResult",
     "Command",
-    "EvidenceSelector",
     "Finish",
     "InFlight",
     "Phase",
@@ -93,21 +110,42 @@ class Phase(enum.Enum):
 
     PENDING = "pending"  # created; run.started not seen yet
     PLANNING = "planning"  # a plan.requested is out; waiting for plan.decided
-    ACTING = "acting"  # one queued tool call (or its rerank) is in flight
-    SELECTING = "selecting"  # the final rerank picks the writer's evidence
+    ACTING = "acting"  # tool calls (or their reranks) are in flight
+    SELECTING = "selecting"  # the final rerank shortlists the evidence against the question
+    CHOOSING = "choosing"  # the selector picks the writer's evidence from the shortlist
     WRITING = "writing"  # answer.requested is out; waiting for answer.drafted
     VERIFYING = "verifying"  # a draft is out; waiting for answer.verified / verify.failed
     DONE = "done"  # terminal: a Finish command was issued
 
 
 @dataclass(frozen=True, slots=True)
+class CallResult:
+    """What a finished tool call adds to the run, applied in dispatch order."""
+
+    chunks: tuple[EvidenceChunk, ...] = ()
+    feedback: tuple[Feedback, ...] = ()
+    events: tuple[Event, ...] = ()  # facts to publish when applied (loop, flagged results)
+    hits: int = 0
+    failure: str = ""  # the tool failed (counts towards "every call failed")
+    urls: frozenset[str] = frozenset()  # result URLs seen (normalised): pages it may open
+    spam_urls: frozenset[str] = frozenset()  # results judged spam (normalised URLs)
+    spam_hosts: frozenset[str] = frozenset()  # hosts that served only spam
+
+
+@dataclass(frozen=True, slots=True)
 class InFlight:
-    """The one tool call being executed, and at which stage."""
+    """A dispatched tool call, at which stage, and its result once it has one."""
 
     call: ToolCall
-    stage: Literal["tool", "rerank"] = "tool"
+    stage: Literal["tool", "rerank", "done"] = "tool"
     hits: int = 0
     candidates: tuple[EvidenceChunk, ...] = ()
+    result: CallResult | None = None
+    pending: tuple[Event, ...] = ()  # facts found at the tool stage, published with the result
+    feedback: tuple[Feedback, ...] = ()
+    urls: frozenset[str] = frozenset()
+    spam_urls: frozenset[str] = frozenset()
+    spam_hosts: frozenset[str] = frozenset()
 
     @property
     def query(self) -> str:
@@ -127,14 +165,6 @@ class Finish:
 
 Command = Event | Finish
 
-EvidenceSelector = Callable[[str, Sequence[EvidenceChunk], Sequence[str], int],
-                            Sequence[EvidenceChunk]]
-"""``(question, reranked evidence, queries made, k) -> chosen``: the final pick.
-
-Pure and deterministic (it runs inside the machine). The agent path uses one
-that keeps the second hop of a multi-hop question, which a ranking against the
-question alone drops; without one, the final rerank's top ``k`` is used.
-"""
 _Step = tuple["RunState", list[Command]]
 
 
@@ -154,7 +184,8 @@ class RunState:
     tokens: int = 0
     round: int = 0
     queue: tuple[ToolCall, ...] = ()
-    in_flight: InFlight | None = None
+    in_flight: tuple[InFlight, ...] = ()  # dispatch order
+    after_calls: Literal["answer", "tool_calls"] | None = None  # once in-flight calls are done
     seen_call_ids: frozenset[str] = frozenset()
     seen_signatures: frozenset[str] = frozenset()
     consecutive_reads: int = 0
@@ -163,7 +194,12 @@ class RunState:
     round_known_before: frozenset[str] = frozenset()
     saturated_rounds: int = 0
     queries: tuple[QueryStat, ...] = ()
-    feedback: tuple[str, ...] = ()
+    feedback: tuple[Feedback, ...] = ()
+    seen_urls: frozenset[str] = frozenset()
+    pages: tuple[str, ...] = ()  # normalised URLs of the pages opened
+    spam_urls: frozenset[str] = frozenset()  # never opened, never given to the writer
+    spam_hosts: frozenset[str] = frozenset()
+    shortlist: tuple[str, ...] = ()
     write_mode: WriteMode = "answer"
     write_attempt: int = 0
     selected: tuple[str, ...] = ()
@@ -174,7 +210,7 @@ class RunState:
     failed_calls: int = 0
     last_failure: str = ""
     judged: Answerability | None = None
-    selector: EvidenceSelector | None = field(default=None, compare=False)
+    selects: bool = False  # a selector actor picks the writer's evidence (agent runs)
     conflicts: tuple[Conflict, ...] = ()
     judge: AnswerabilityJudge | None = field(default=None, compare=False)
     credibility: Credibility | None = field(default=None, compare=False)
@@ -187,6 +223,11 @@ class RunState:
     def remaining_s(self) -> float:
         return max(0.0, self.budget.wall_s - self.elapsed_s)
 
+    @property
+    def today(self) -> str:
+        """The run's date by its event clock (UTC), for periods like "last year"."""
+        return _dt.datetime.fromtimestamp(self.now or 0.0, _dt.UTC).date().isoformat()
+
 
 def initial_state(
     question: str = "",
@@ -194,13 +235,18 @@ def initial_state(
     mode: Literal["agent", "rag"] = "agent",
     budget: Budget | None = None,
     collections: Sequence[str] = (),
-    selector: EvidenceSelector | None = None,
+    selects: bool = False,
     judge: AnswerabilityJudge | None = None,
     credibility: Credibility | None = None,
 ) -> RunState:
-    """A fresh run waiting for its ``run.started``."""
+    """A fresh run waiting for its ``run.started``.
+
+    ``selects``: an agent run asks a selector (``selection.requested``) to pick
+    the writer's evidence from the final rerank's shortlist; otherwise the
+    rerank's top ``final_evidence`` are used.
+    """
     return RunState(mode=mode, question=question, budget=budget or Budget(),
-                    collections=tuple(collections), selector=selector, judge=judge,
+                    collections=tuple(collections), selects=selects, judge=judge,
                     credibility=credibility)
 
 
@@ -226,12 +272,26 @@ def call_signature(call: ToolCall) -> str:
 
 
 def chunk_from_hit(hit: Hit) -> EvidenceChunk:
-    """The evidence chunk a search hit stands for (local chunks keep their id)."""
+    """The evidence chunk a search hit stands for (local chunks keep their id and neighbours).
+
+    A web result without content is only its snippet (``snippet=True``): the
+    planner may open its page to read the whole text.
+    """
     chunk_id = hit.chunk_id or "web:" + hashlib.sha1(hit.url.encode()).hexdigest()[:16]
     return EvidenceChunk(
         id=chunk_id, text=hit.content or hit.snippet, doc_id=hit.doc_id or hit.url,
         url=hit.url, title=hit.title, score=hit.score, source=hit.source,
+        position=hit.position, prev_id=hit.prev_id, next_id=hit.next_id,
+        snippet=hit.content is None,
     )
+
+
+def url_key(url: str) -> str:
+    """A URL as the run compares it (normalised; the raw string if it cannot be parsed)."""
+    try:
+        return normalize_url(url)
+    except (ValueError, TypeError):
+        return url.strip()
 
 
 def _tick(state: RunState) -> BudgetTick:
@@ -245,7 +305,7 @@ def _tick(state: RunState) -> BudgetTick:
 def _done(state: RunState, finish: Finish, out: list[Command]) -> _Step:
     out.append(finish)
     return replace(state, phase=Phase.DONE, outcome=finish.outcome, queue=(),
-                   in_flight=None), out
+                   in_flight=()), out
 
 
 # --- the transition function ---------------------------------------------------------------
@@ -274,7 +334,7 @@ def step(state: RunState, event: Event) -> _Step:
         if mode == "rag":
             state = replace(state, queue=(ToolCall(id="rag-1", tool="search",
                                                    args={"query": event.question}),))
-            return _run_next(state, out)
+            return _dispatch(state, out)
         return _request_plan(state, out)
 
     if state.phase is Phase.PENDING:
@@ -296,6 +356,8 @@ def step(state: RunState, event: Event) -> _Step:
             return _on_acting(state, event, out)
         case Phase.SELECTING:
             return _on_selecting(state, event, out)
+        case Phase.CHOOSING:
+            return _on_choosing(state, event, out)
         case Phase.WRITING:
             return _on_writing(state, event, out)
         case Phase.VERIFYING:
@@ -310,14 +372,14 @@ def fall_back_to_rag(state: RunState, reason: str) -> _Step:
     out: list[Command] = [RunFallback(from_mode=state.mode, to_mode="rag", reason=reason)]
     if state.fell_back or state.mode == "rag":
         if state.evidence:
-            return _select(replace(state, queue=(), in_flight=None), "finalize", out)
+            return _select(replace(state, queue=(), in_flight=()), "finalize", out)
         return _done(state, Finish("failed", reason=f"orchestration failed twice: {reason}"), out)
-    state = replace(state, mode="rag", fell_back=True, queue=(), in_flight=None)
+    state = replace(state, mode="rag", fell_back=True, queue=(), in_flight=(), after_calls=None)
     if state.evidence:
         return _select(state, "answer", out)
     state = replace(state, queue=(ToolCall(id="rag-fallback", tool="search",
                                            args={"query": state.question}),))
-    return _run_next(state, out)
+    return _dispatch(state, out)
 
 
 # --- planning --------------------------------------------------------------------------------
@@ -332,12 +394,14 @@ def _request_plan(state: RunState, out: list[Command]) -> _Step:
     if state.elapsed_s >= b.wall_s:
         return _exhausted(state, "wall_clock", out, announce=True)
     state = replace(state, steps=state.steps + 1, round=state.round + 1, phase=Phase.PLANNING,
-                    round_returned=frozenset(), round_known_before=frozenset(state.evidence))
+                    round_returned=frozenset(), round_known_before=frozenset(state.evidence),
+                    after_calls=None)
     out.append(PlanRequested(
         round=state.round, feedback=state.feedback, queries=state.queries,
         remaining_steps=b.max_steps - state.steps,
         remaining_tool_calls=b.max_tool_calls - state.tool_calls,
         remaining_s=round(state.remaining_s, 3),
+        remaining_pages=b.max_pages - len(state.pages),
     ))
     out.append(_tick(state))
     return replace(state, feedback=()), out
@@ -352,7 +416,7 @@ def _on_planning(state: RunState, event: Event, out: list[Command]) -> _Step:
         if event.action in ("answer", "finalize") or not calls:
             return _select(state, "answer", out)
         state = replace(state, queue=tuple(calls), phase=Phase.ACTING)
-        return _run_next(state, out)
+        return _dispatch(state, out)
     if isinstance(event, ActorFailed) and event.request_type == "plan.requested":
         return fall_back_to_rag(state, f"planner failed: {event.error.kind}: {event.error.message}")
     return state, out
@@ -362,42 +426,58 @@ def _on_planning(state: RunState, event: Event, out: list[Command]) -> _Step:
 
 
 def _refuse(state: RunState, call: ToolCall, reason: str, out: list[Command],
-            loop_kind: Literal["duplicate", "read_limit"] | None = None) -> RunState:
+            kind: FeedbackKind = "rejected") -> RunState:
     out.append(ToolRejected(call_id=call.id, tool=call.tool, reason=reason))
-    if loop_kind is not None:
-        out.append(LoopDetected(kind=loop_kind, detail=reason,
-                                query=str(call.args.get("query", ""))))
-    return replace(state, feedback=(*state.feedback, f"{call.tool} {call.id} refused: {reason}"))
+    query = str(call.args.get("query", ""))
+    if kind in ("duplicate", "read_limit"):
+        out.append(LoopDetected(kind="duplicate" if kind == "duplicate" else "read_limit",
+                                detail=reason, query=query))
+    return _note(state, Feedback(kind=kind, detail=f"{call.tool} {call.id} refused: {reason}",
+                                 call_id=call.id, tool=call.tool, query=query,
+                                 url=str(call.args.get("url", ""))))
 
 
-def _run_next(state: RunState, out: list[Command]) -> _Step:
-    """Start the next queued call that passes the checks, or end the round."""
+def _dispatch(state: RunState, out: list[Command]) -> _Step:
+    """Start queued calls that pass the checks, up to ``max_parallel_calls`` in flight.
+
+    When nothing is in flight and nothing is queued, the round ends (or the run
+    answers, if the plan said so, or finalizes, if the tool budget ran out).
+    """
     b = state.budget
-    while state.queue:
+    while state.queue and len(state.in_flight) < b.max_parallel_calls:
         call, rest = state.queue[0], state.queue[1:]
         state = replace(state, queue=rest)
         if call.tool == "answer":
-            return _select(replace(state, queue=()), "answer", out)
+            state = replace(state, queue=(), after_calls="answer")
+            break
         if state.tool_calls >= b.max_tool_calls:
-            return _exhausted(state, "tool_calls", out, announce=True)
+            state = replace(state, queue=(), after_calls="tool_calls")
+            break
         if state.elapsed_s >= b.wall_s:
             return _exhausted(state, "wall_clock", out, announce=True)
         if call.id in state.seen_call_ids:
             state = _refuse(state, call, "duplicate call id", out)
             continue
-        signature = call_signature(call)
-        if signature in state.seen_signatures:
-            state = _refuse(state, call, "the same call was already made in this run", out,
-                            loop_kind="duplicate")
-            continue
+        call, cleaned = clean_call(call)
         problem = _check_args(state, call)
         if problem is not None:
             state = _refuse(state, call, problem, out)
             continue
+        call = _resolved(state, call)
+        signature = call_signature(call)
+        if signature in state.seen_signatures or (
+                call.tool == "scrape" and url_key(str(call.args["url"])) in state.pages):
+            state = _refuse(state, call, "the same call was already made in this run", out,
+                            kind="duplicate")
+            continue
         if (call.tool == "read" and state.evidence
                 and state.consecutive_reads >= b.max_consecutive_reads):
             state = _refuse(state, call, f"at most {b.max_consecutive_reads} reads in a row; "
-                            "search or answer instead", out, loop_kind="read_limit")
+                            "search or answer instead", out, kind="read_limit")
+            continue
+        if call.tool == "scrape" and len(state.pages) >= b.max_pages:
+            state = _refuse(state, call, f"this run may open at most {b.max_pages} pages", out,
+                            kind="page_limit")
             continue
         state = replace(
             state,
@@ -405,12 +485,19 @@ def _run_next(state: RunState, out: list[Command]) -> _Step:
             consecutive_reads=state.consecutive_reads + 1 if call.tool == "read" else 0,
             seen_call_ids=state.seen_call_ids | {call.id},
             seen_signatures=state.seen_signatures | {signature},
+            pages=((*state.pages, url_key(str(call.args["url"]))) if call.tool == "scrape"
+                   else state.pages),
             phase=Phase.ACTING,
-            in_flight=InFlight(call=call),
+            in_flight=(*state.in_flight, InFlight(call=call)),
         )
-        out.append(_request_for(state, call))
+        out.append(_request_for(state, call, cleaned))
         out.append(_tick(state))
-        return state, out
+    if state.in_flight:
+        return replace(state, phase=Phase.ACTING), out
+    if state.after_calls == "answer":
+        return _select(state, "answer", out)
+    if state.after_calls == "tool_calls":
+        return _exhausted(state, "tool_calls", out, announce=True)
     return _end_round(state, out)
 
 
@@ -423,6 +510,16 @@ def _check_args(state: RunState, call: ToolCall) -> str | None:
         k = args.get("k", 10)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 50:
             return "search `k` must be an integer from 1 to 50"
+        filters = args.get("filters")
+        if filters is not None:
+            if not isinstance(filters, dict):
+                return "search `filters` must be an object"
+            try:
+                SearchFilters.model_validate(filters)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first.get("loc", ()))
+                return f"search `filters` {where}: {first.get('msg', 'invalid')}"
     elif call.tool == "read":
         chunk_id = args.get("chunk_id")
         if not isinstance(chunk_id, str) or not chunk_id:
@@ -433,96 +530,245 @@ def _check_args(state: RunState, call: ToolCall) -> str | None:
         if direction not in ("next", "prev", "both"):
             return "read `direction` must be next, prev or both"
     elif call.tool == "scrape":
-        url = args.get("url")
-        if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            return "scrape needs an http(s) `url`"
+        result_id, url = args.get("result_id"), args.get("url")
+        if result_id is not None:
+            chunk = state.evidence.get(result_id) if isinstance(result_id, str) else None
+            if chunk is None or not chunk.url.startswith(("http://", "https://")):
+                return (f"unknown result id {result_id!r}: open only web results this run "
+                        "has seen")
+        elif not isinstance(url, str) or not url.startswith(("http://", "https://")):
+            return "scrape needs an http(s) `url` or a `result_id`"
+        elif url_key(url) not in state.seen_urls and url not in state.question:
+            return (f"{url} is not a result this run has seen: open only URLs of search "
+                    "results (or named in the question)")
+        target = url if isinstance(url, str) and result_id is None else (
+            state.evidence[str(result_id)].url)
+        if _is_spam(state, target):
+            return f"{target} was judged spam in this run: open another result"
     return None
 
 
-def _request_for(state: RunState, call: ToolCall) -> Event:
+def _resolved(state: RunState, call: ToolCall) -> ToolCall:
+    """A checked call in its canonical form: an opened result by its URL."""
+    result_id = call.args.get("result_id")
+    if call.tool == "scrape" and isinstance(result_id, str):
+        return call.model_copy(update={"args": {"url": state.evidence[result_id].url}})
+    return call
+
+
+def _request_for(state: RunState, call: ToolCall, cleaned: tuple[str, ...] = ()) -> Event:
     args = call.args
     if call.tool == "search":
         k = args.get("k", 10)
+        filters = args.get("filters")
         return SearchRequested(call_id=call.id, query=str(args["query"]).strip(),
-                               k=k if isinstance(k, int) else 10, collections=state.collections)
+                               k=k if isinstance(k, int) else 10, collections=state.collections,
+                               filters=(SearchFilters.model_validate(filters)
+                                        if isinstance(filters, dict) else SearchFilters()),
+                               cleaned=cleaned)
     if call.tool == "read":
         direction = args.get("direction", "next")
         return ReadRequested(call_id=call.id, chunk_id=str(args["chunk_id"]),
                              direction=direction if direction in ("prev", "both") else "next")
-    return ScrapeRequested(call_id=call.id, url=str(args["url"]))
+    return ScrapeRequested(call_id=call.id, url=str(args["url"]), cleaned=cleaned)
 
 
-def _is_reply(state: RunState, call_id: str) -> bool:
-    return state.in_flight is not None and state.in_flight.call.id == call_id
+def _flight(state: RunState, call_id: str) -> int | None:
+    """Where the call with this id sits among the calls in flight (``None``: not ours)."""
+    for i, flight in enumerate(state.in_flight):
+        if flight.call.id == call_id:
+            return i
+    return None
+
+
+def _with_flight(state: RunState, i: int, flight: InFlight) -> RunState:
+    return replace(state, in_flight=(*state.in_flight[:i], flight, *state.in_flight[i + 1:]))
 
 
 def _on_acting(state: RunState, event: Event, out: list[Command]) -> _Step:
-    flight = state.in_flight
-    if flight is None:  # pragma: no cover - ACTING always has a call in flight
-        raise IllegalTransition("acting with no call in flight")
+    call_id = getattr(event, "call_id", None)
+    i = _flight(state, call_id) if isinstance(call_id, str) else None
+    if i is None:
+        return state, out  # a late reply, a duplicate, or not a tool fact
+    flight = state.in_flight[i]
+    tool, query = flight.call.tool, flight.query
     match event:
-        case SearchCompleted() if _is_reply(state, event.call_id) and flight.stage == "tool":
-            candidates = _dedup(chunk_from_hit(h) for h in event.hits)
+        case SearchCompleted() if flight.stage == "tool":
+            hits, flags, notes = _soft_failures(state, flight, event.hits)
+            spam_urls, spam_hosts = _spam_of(flags)
+            flight = replace(flight, pending=flags, feedback=notes, spam_urls=spam_urls,
+                             spam_hosts=spam_hosts)
+            urls = frozenset(url_key(h.url) for h in hits if h.url)
+            candidates = _dedup(chunk_from_hit(h) for h in hits)
             if not candidates:
-                note = (f"search {flight.query!r} returned nothing; rewrite it "
-                        "(fewer or different words), do not repeat it")
-                out.append(LoopDetected(kind="empty", detail=note, query=flight.query))
-                state = _record_query(state, flight.query, 0, 0, note)
-                return _run_next(replace(state, in_flight=None), out)
-            state = replace(state, in_flight=replace(flight, stage="rerank", hits=len(candidates),
-                                                      candidates=candidates))
-            out.append(RerankRequested(call_id=flight.call.id, query=flight.query or state.question,
+                detail = (f"search {query!r} returned nothing; rewrite it "
+                          "(fewer or different words), do not repeat it")
+                done = CallResult(events=(*flags, LoopDetected(kind="empty", detail=detail,
+                                                               query=query)),
+                                  feedback=(*notes, Feedback(kind="empty", detail=detail,
+                                                             tool=tool, call_id=flight.call.id,
+                                                             query=query)),
+                                  urls=urls, spam_urls=flight.spam_urls,
+                                  spam_hosts=flight.spam_hosts)
+                return _settle(_with_flight(state, i, replace(flight, stage="done",
+                                                              result=done)), out)
+            if event.unapplied:
+                flight = replace(flight, feedback=(*flight.feedback, Feedback(
+                    kind="unapplied_filter", tool=tool, call_id=flight.call.id, query=query,
+                    detail="filters not applied: " + "; ".join(event.unapplied))))
+            flight = replace(flight, stage="rerank", hits=len(candidates),
+                             candidates=candidates, urls=urls)
+            out.append(RerankRequested(call_id=flight.call.id, query=query or state.question,
                                        candidates=candidates, k=state.budget.per_search_k))
-            return state, out
-        case PageScraped() if _is_reply(state, event.call_id) and flight.stage == "tool":
+            return _with_flight(state, i, flight), out
+        case PageScraped() if flight.stage == "tool":
             candidates = _dedup(event.chunks)
+            flags, notes = _page_spam(state, flight, event, candidates)
+            if flags:  # a content farm behind a plausible snippet: nothing of it is used
+                spam_urls, spam_hosts = _spam_of(flags)
+                done = CallResult(events=flags, feedback=notes, spam_urls=spam_urls,
+                                  spam_hosts=spam_hosts)
+                return _settle(_with_flight(state, i, replace(flight, stage="done",
+                                                              result=done)), out)
             if not candidates:
-                state = _note(state, f"page {event.url} had no readable text")
-                return _run_next(replace(state, in_flight=None), out)
-            state = replace(state, in_flight=replace(flight, stage="rerank", hits=len(candidates),
-                                                      candidates=candidates))
+                detail = f"page {event.url} had no readable text"
+                done = CallResult(feedback=(Feedback(kind="no_text", detail=detail, tool=tool,
+                                                     call_id=flight.call.id, url=event.url),))
+                return _settle(_with_flight(state, i, replace(flight, stage="done",
+                                                              result=done)), out)
+            flight = replace(flight, stage="rerank", hits=len(candidates), candidates=candidates)
             out.append(RerankRequested(call_id=flight.call.id, query=state.question,
                                        candidates=candidates, k=state.budget.per_search_k))
-            return state, out
-        case ReadCompleted() if _is_reply(state, event.call_id) and flight.stage == "tool":
-            state = _register(state, _dedup(event.chunks), out)
+            return _with_flight(state, i, flight), out
+        case ReadCompleted() if flight.stage == "tool":
+            feedback: tuple[Feedback, ...] = ()
             if not event.chunks:
-                state = _note(state, f"nothing more to read around {event.chunk_id}")
-            return _run_next(replace(state, in_flight=None), out)
-        case RerankCompleted() if _is_reply(state, event.call_id) and flight.stage == "rerank":
-            before = len(state.evidence)
-            state = _register(state, event.chunks, out)
-            new = len(state.evidence) - before
-            state = replace(state, round_returned=state.round_returned
-                            | {c.id for c in event.chunks})
-            empty_note: str | None = None
+                feedback = (Feedback(kind="empty", tool=tool, call_id=flight.call.id,
+                                     detail=f"nothing more to read around {event.chunk_id}"),)
+            done = CallResult(chunks=_dedup(event.chunks), feedback=feedback)
+            return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
+        case RerankCompleted() if flight.stage == "rerank":
+            feedback = flight.feedback
             if not event.chunks:
-                empty_note = (f"nothing relevant for {flight.query or 'the page'!r} "
-                        f"({event.below_floor} results under the relevance floor)")
-            if flight.call.tool == "search":
-                state = _record_query(state, flight.query, flight.hits, new, empty_note)
-            elif empty_note:
-                state = _note(state, empty_note)
-            return _run_next(replace(state, in_flight=None), out)
-        case RerankFailed() if _is_reply(state, event.call_id) and flight.stage == "rerank":
+                feedback = (*feedback, Feedback(
+                    kind="below_floor", tool=tool, call_id=flight.call.id, query=query,
+                    url=str(flight.call.args.get("url", "")),
+                    detail=(f"nothing relevant for {query or 'the page'!r} "
+                            f"({event.below_floor} results under the relevance floor)")))
+            done = CallResult(chunks=event.chunks, feedback=feedback, events=flight.pending,
+                              hits=flight.hits, urls=flight.urls, spam_urls=flight.spam_urls,
+                              spam_hosts=flight.spam_hosts)
+            return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
+        case RerankFailed() if flight.stage == "rerank":
             # Degrade, do not lose the results: keep the best candidates by their own score.
             best = sorted(flight.candidates, key=lambda c: -(c.score or 0.0))
-            before = len(state.evidence)
-            state = _register(state, tuple(best[: state.budget.per_search_k]), out)
-            state = _note(state, f"reranker failed ({event.error.kind}); kept results unranked")
-            if flight.call.tool == "search":
-                state = _record_query(state, flight.query, flight.hits,
-                                      len(state.evidence) - before, None)
-            return _run_next(replace(state, in_flight=None), out)
-        case SearchFailed() | ReadFailed() | ScrapeFailed() if _is_reply(state, event.call_id):
-            failure = f"{flight.call.tool} {flight.call.id} failed: " \
-                      f"{event.error.kind}: {event.error.message}"
-            state = replace(_note(state, failure), failed_calls=state.failed_calls + 1,
-                            last_failure=failure)
-            if isinstance(event, SearchFailed):
-                state = _record_query(state, flight.query, 0, 0, None)
-            return _run_next(replace(state, in_flight=None), out)
+            done = CallResult(
+                chunks=tuple(best[: state.budget.per_search_k]), events=flight.pending,
+                hits=flight.hits, urls=flight.urls, spam_urls=flight.spam_urls,
+                spam_hosts=flight.spam_hosts,
+                feedback=(*flight.feedback, Feedback(
+                    kind="failed", tool="rerank", call_id=flight.call.id, query=query,
+                    detail=f"reranker failed ({event.error.kind}); kept results unranked")))
+            return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
+        case SearchFailed() | ReadFailed() | ScrapeFailed() if flight.stage == "tool":
+            failure = f"{tool} {flight.call.id} failed: {event.error.kind}: {event.error.message}"
+            done = CallResult(failure=failure, feedback=(Feedback(
+                kind="failed", detail=failure, tool=tool, call_id=flight.call.id, query=query,
+                url=str(flight.call.args.get("url", ""))),))
+            return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
     return state, out
+
+
+def _soft_failures(state: RunState, flight: InFlight, hits: Sequence[Hit]
+                   ) -> tuple[list[Hit], tuple[Event, ...], tuple[Feedback, ...]]:
+    """Web results the run will not use as they came, as facts and planner feedback.
+
+    Spam and content farms (and copies of one text on many hosts) are dropped;
+    results all older than the period a time-sensitive question asks about
+    are kept but flagged, so the planner can search again with a date filter.
+    The local corpus is the user's own: only web results are judged as spam.
+    """
+    call_id, query = flight.call.id, flight.query
+    web = [h for h in hits if not h.source.startswith("local:")]
+    flags: list[Event] = []
+    notes: list[Feedback] = []
+    kept = list(hits)
+    if web:
+        weigh = state.credibility.for_url if state.credibility is not None else None
+        verdict = spam_flags(state.question, web, credibility=weigh)
+        if verdict.flagged:
+            kept = [h for h in hits if h.url not in verdict.dropped]
+            reason = verdict.reason or (f"{len(verdict.mirrors)} copies of other results on "
+                                        "other hosts")
+            flags.append(ResultsFlagged(call_id=call_id, kind="spam", hosts=verdict.hosts,
+                                        urls=(*verdict.urls, *verdict.mirror_urls),
+                                        reason=reason))
+            if verdict.spam:
+                notes.append(Feedback(kind="spam", detail=reason, tool="search",
+                                      call_id=call_id, query=query, hosts=verdict.hosts))
+    stale = stale_flag(state.question, kept, _dt.date.fromisoformat(state.today))
+    if stale is not None:
+        flags.append(ResultsFlagged(call_id=call_id, kind="stale", urls=stale.urls,
+                                    reason=stale.reason))
+        notes.append(Feedback(kind="stale", detail=stale.reason, tool="search",
+                              call_id=call_id, query=query))
+    return kept, tuple(flags), tuple(notes)
+
+
+def _page_spam(state: RunState, flight: InFlight, page: PageScraped,
+               chunks: Sequence[EvidenceChunk]) -> tuple[tuple[Event, ...], tuple[Feedback, ...]]:
+    """An opened page judged whole: a snippet is too short to show most spam."""
+    if not chunks:
+        return (), ()
+    text = " ".join(c.text for c in sorted(chunks, key=lambda c: c.position))
+    as_hit = Hit(url=page.url, title=page.title, content=text, source="scraper")
+    verdict = spam_flags(state.question, [as_hit])
+    if not verdict.spam:
+        return (), ()
+    host = verdict.spam[0].host
+    event = ResultsFlagged(call_id=flight.call.id, kind="spam", urls=(page.url,),
+                           hosts=(host,) if host else (), reason=verdict.reason)
+    note = Feedback(kind="spam", detail=verdict.reason, tool="scrape", call_id=flight.call.id,
+                    url=page.url, hosts=event.hosts)
+    return (event,), (note,)
+
+
+def _spam_of(flags: Sequence[Event]) -> tuple[frozenset[str], frozenset[str]]:
+    """The spam URLs and hosts among flagged results (stale results are kept)."""
+    spam = [f for f in flags if isinstance(f, ResultsFlagged) and f.kind == "spam"]
+    return (frozenset(url_key(u) for f in spam for u in f.urls),
+            frozenset(h for f in spam for h in f.hosts))
+
+
+def _host(url: str) -> str:
+    host = urlsplit(url).hostname or ""
+    return host.removeprefix("www.")
+
+
+def _settle(state: RunState, out: list[Command]) -> _Step:
+    """Apply finished calls from the front of the dispatch order, then dispatch more."""
+    while state.in_flight and (result := state.in_flight[0].result) is not None:
+        flight, rest = state.in_flight[0], state.in_flight[1:]
+        state = _apply(replace(state, in_flight=rest), flight, result, out)
+    return _dispatch(state, out)
+
+
+def _apply(state: RunState, flight: InFlight, result: CallResult,
+           out: list[Command]) -> RunState:
+    out.extend(result.events)
+    before = len(state.evidence)
+    state = _register(state, result.chunks, out)
+    state = replace(state, round_returned=state.round_returned | {c.id for c in result.chunks},
+                    seen_urls=state.seen_urls | result.urls,
+                    spam_urls=state.spam_urls | result.spam_urls,
+                    spam_hosts=state.spam_hosts | result.spam_hosts,
+                    feedback=(*state.feedback, *result.feedback))
+    if result.failure:
+        state = replace(state, failed_calls=state.failed_calls + 1, last_failure=result.failure)
+    if flight.call.tool == "search":
+        state = replace(state, queries=(*state.queries, QueryStat(
+            query=flight.query, hits=result.hits, new_evidence=len(state.evidence) - before)))
+    return state
 
 
 def _dedup(chunks: Iterable[EvidenceChunk]) -> tuple[EvidenceChunk, ...]:
@@ -545,19 +791,12 @@ def _register(state: RunState, chunks: Sequence[EvidenceChunk],
     return replace(state, evidence=evidence)
 
 
-def _note(state: RunState, text: str) -> RunState:
-    return replace(state, feedback=(*state.feedback, text))
-
-
-def _record_query(state: RunState, query: str, hits: int, new: int,
-                  note: str | None) -> RunState:
-    state = replace(state, queries=(*state.queries, QueryStat(query=query, hits=hits,
-                                                               new_evidence=new)))
-    return _note(state, note) if note else state
+def _note(state: RunState, feedback: Feedback) -> RunState:
+    return replace(state, feedback=(*state.feedback, feedback))
 
 
 def _end_round(state: RunState, out: list[Command]) -> _Step:
-    state = replace(state, in_flight=None)
+    state = replace(state, in_flight=(), after_calls=None)
     if state.mode == "rag":
         return _select(state, "answer", out)
     returned = state.round_returned
@@ -578,7 +817,7 @@ def _end_round(state: RunState, out: list[Command]) -> _Step:
 
 def _exhausted(state: RunState, resource: Literal["steps", "tool_calls", "tokens", "wall_clock"],
                out: list[Command], *, announce: bool) -> _Step:
-    if state.phase in (Phase.SELECTING, Phase.WRITING, Phase.VERIFYING):
+    if state.phase in (Phase.SELECTING, Phase.CHOOSING, Phase.WRITING, Phase.VERIFYING):
         return replace(state, exhausted=state.exhausted or resource), out  # already answering
     b = state.budget
     used, limit = {
@@ -589,7 +828,7 @@ def _exhausted(state: RunState, resource: Literal["steps", "tool_calls", "tokens
     }[resource]
     if announce:
         out.append(BudgetExhausted(resource=resource, used=float(used), limit=float(limit)))
-    state = replace(state, exhausted=resource, queue=(), in_flight=None)
+    state = replace(state, exhausted=resource, queue=(), in_flight=(), after_calls=None)
     return _select(state, "finalize", out)
 
 
@@ -608,34 +847,63 @@ def _select(state: RunState, mode: WriteMode, out: list[Command]) -> _Step:
         return _done(state, Finish("no_evidence", reason=why), out)
     if state.exhausted and mode == "answer":
         mode = "finalize"
-    state = replace(state, phase=Phase.SELECTING, write_mode=mode, queue=(), in_flight=None)
-    k = state.budget.final_evidence
-    if _selects(state):
-        k *= 4  # a wider shortlist for the selector to pick the final set from
+    state = replace(state, phase=Phase.SELECTING, write_mode=mode, queue=(), in_flight=(),
+                    after_calls=None)
+    k = state.budget.shortlist if _selects(state) else state.budget.final_evidence
     out.append(RerankRequested(call_id=FINAL_RERANK_ID, query=state.question,
-                               candidates=tuple(state.evidence.values()), k=k))
+                               candidates=_candidates(state), k=k))
     return state, out
 
 
 def _selects(state: RunState) -> bool:
-    return state.selector is not None and state.mode == "agent"
+    return state.selects and state.mode == "agent"
+
+
+def _candidates(state: RunState) -> tuple[EvidenceChunk, ...]:
+    """The evidence the final rerank weighs.
+
+    Left out: a snippet whose page was opened (the page's text stands for it),
+    and anything judged spam, or from a host that served only spam.
+    """
+    opened = {url_key(c.url) for c in state.evidence.values() if c.url and not c.snippet}
+    opened &= set(state.pages)
+    return tuple(c for c in state.evidence.values()
+                 if not (c.snippet and url_key(c.url) in opened) and not _is_spam(state, c.url))
+
+
+def _is_spam(state: RunState, url: str) -> bool:
+    if not url or not (state.spam_urls or state.spam_hosts):
+        return False
+    return url_key(url) in state.spam_urls or _host(url) in state.spam_hosts
 
 
 def _on_selecting(state: RunState, event: Event,
                   out: list[Command]) -> _Step:
+    k = state.budget.final_evidence
     if isinstance(event, RerankCompleted) and event.call_id == FINAL_RERANK_ID:
-        ranked = [state.evidence[c.id] for c in event.chunks if c.id in state.evidence]
+        ranked = tuple(c.id for c in event.chunks if c.id in state.evidence)
         if not ranked:
             return _done(state, Finish("no_evidence", reason=(
                 "nothing relevant was found: every result scored under the relevance floor")), out)
-        k = state.budget.final_evidence
-        if state.selector is not None and _selects(state):
-            chosen = state.selector(state.question, ranked, [q.query for q in state.queries], k)
-            ranked = [c for c in chosen if c.id in state.evidence] or ranked
-        return _judge(state, tuple(c.id for c in ranked[:k]), out)
+        if _selects(state):
+            out.append(SelectionRequested(candidate_ids=ranked, k=k,
+                                          queries=tuple(q.query for q in state.queries)))
+            return replace(state, phase=Phase.CHOOSING, shortlist=ranked), out
+        return _judge(state, ranked[:k], out)
     if isinstance(event, RerankFailed) and event.call_id == FINAL_RERANK_ID:
-        best = sorted(state.evidence.values(), key=lambda c: -(c.score or 0.0))
-        return _judge(state, tuple(c.id for c in best[: state.budget.final_evidence]), out)
+        best = sorted(_candidates(state), key=lambda c: -(c.score or 0.0))
+        return _judge(state, tuple(c.id for c in best[:k]), out)
+    return state, out
+
+
+def _on_choosing(state: RunState, event: Event, out: list[Command]) -> _Step:
+    k = state.budget.final_evidence
+    if isinstance(event, EvidenceSelected):
+        allowed = set(state.shortlist)
+        chosen = tuple(dict.fromkeys(i for i in event.ids if i in allowed))[:k]
+        return _judge(state, chosen or state.shortlist[:k], out)
+    if isinstance(event, ActorFailed) and event.request_type == "selection.requested":
+        return _judge(state, state.shortlist[:k], out)  # degrade to the rerank's order
     return state, out
 
 
@@ -657,7 +925,7 @@ def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
                                args={"query": q}) for i, q in enumerate(searches, 1))
         state = replace(state, gap_rounds=state.gap_rounds + 1, queue=calls, phase=Phase.ACTING,
                         round_returned=frozenset(), round_known_before=frozenset(state.evidence))
-        return _run_next(state, out)
+        return _dispatch(state, out)
     if judged.verdict == "unanswerable":
         ran_out = (f"; the {state.exhausted.replace('_', ' ')} budget ran out"
                    if state.exhausted else "")
@@ -719,7 +987,9 @@ def _on_verifying(state: RunState, event: Event,
 
 def _answered(state: RunState, verified: AnswerVerified) -> Finish:
     """The terminal claim for a verified draft; limits and gaps are said in the text too."""
-    finalized = state.write_mode == "finalize"
+    # A deadline that passed while the answer was being chosen or written also
+    # cut the search short: the answer is from the evidence gathered, and says so.
+    finalized = state.write_mode == "finalize" or state.exhausted is not None
     notes: list[str] = []
     outcome: Outcome = "answered_from_evidence" if finalized else "answered"
     reason = ""

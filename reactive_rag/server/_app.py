@@ -3,7 +3,10 @@
 ``create_app(config)`` builds an application whose store, engine and run
 manager are opened by a ``cleanup_ctx`` and closed in reverse order; runs
 still going at shutdown are cancelled (and stored as ``cancelled``), and open
-WebSockets are closed with 1001 first.
+WebSockets are closed with 1001 first. A tenant with ``[search]`` or ``[chat]``
+gets an engine of its own over the same index; its searcher and chat client are
+built (and refused, if misconfigured) by ``create_app`` itself, before anything
+is opened or listens.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import importlib
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,14 +28,19 @@ from aiohttp.web_request import BaseRequest
 from pydantic import ValidationError
 
 from actors.models import OpenAIChatClient
+from actors.providers import ProviderError
+from actors.search import Searcher
 from streams import Event, RunFinished, RunStarted
 
+from .._chat_setup import chat_policies
+from .._cli_ask import credibility_from
 from .._engine import Engine, RunResult
 from ..agent import ChatEntailment
 from ..index import STDLIB_COLLECTION, CorpusIndex
 from ..store import RunRecord, RunStore, SqliteRunStore
 from ._auth import Authenticator, Tenant
-from ._config import ServerConfig
+from ._config import ServerConfig, TenantConfig
+from ._exceptions import ConfigError
 from ._feed import EventFeed
 from ._models import RunRequest
 from ._openapi import openapi_document
@@ -48,6 +57,8 @@ __all__ = [
     "STORE_KEY",
     "TENANT_KEY",
     "RedactingAccessLogger",
+    "TenantResearch",
+    "build_research",
     "create_app",
     "make_store",
     "request_tenant",
@@ -350,18 +361,107 @@ async def _json_body(request: web.Request, limit: int) -> Any:
 # --- the application ------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class TenantResearch:
+    """What one tenant's runs use beyond the local corpus; the app closes it at shutdown."""
+
+    config: TenantConfig
+    searcher: Searcher | None = None
+    chat: OpenAIChatClient | None = None
+
+    def describe(self) -> str:
+        """One log line's worth: providers, model, roles (never a key)."""
+        parts = []
+        if self.searcher is not None:
+            parts.append("web search via " + ", ".join(self.searcher.providers))
+        if self.chat is not None and self.config.chat is not None:
+            parts.append(f"chat model {self.chat.model!r} at {self.chat.url} for "
+                         + ", ".join(self.config.chat.roles))
+        return "; ".join(parts)
+
+    async def aclose(self) -> None:
+        """Close the searcher's provider sessions and the chat client's session."""
+        if self.searcher is not None:
+            await self.searcher.aclose()
+        if self.chat is not None:
+            await self.chat.aclose()
+
+
+def build_research(config: ServerConfig,
+                   env: Mapping[str, str] | None = None) -> dict[str, TenantResearch]:
+    """Every tenant's searcher and chat client, by tenant (tenants with neither are absent).
+
+    Called before the server starts so that a misconfigured tenant stops it at
+    once, as ``reactive-rag ask --web`` does, not at its first run. Nothing
+    built here has opened a connection yet (sessions open on first use).
+
+    Raises:
+        ConfigError: a tenant's ``[search]`` names an unknown provider kind or
+            one missing its key (an unset ``api_key_env``), URL or options, or
+            its ``[chat]`` names an ``api_key_env`` that is not set.
+    """
+    environ = os.environ if env is None else env
+    built: dict[str, TenantResearch] = {}
+    for name, tenant in config.effective_tenants.items():
+        research = TenantResearch(tenant)
+        if tenant.search is not None:
+            try:
+                research.searcher = Searcher.from_config(tenant.search, env=environ)
+            except ProviderError as exc:
+                raise ConfigError(f"tenant {name!r} [search]: {exc}") from exc
+        chat = tenant.chat
+        if chat is not None:
+            api_key: str | None = None
+            if chat.api_key_env is not None:
+                api_key = environ.get(chat.api_key_env, "").strip()
+                if not api_key:
+                    raise ConfigError(f"tenant {name!r} [chat]: api key environment variable "
+                                      f"{chat.api_key_env} is not set")
+            research.chat = OpenAIChatClient(
+                chat.url, model=chat.model, api_key=api_key, timeout_s=chat.timeout_s,
+                connect_timeout_s=chat.connect_timeout_s, max_retries=chat.max_retries)
+        if research.searcher is not None or research.chat is not None:
+            built[name] = research
+    return built
+
+
+def _tenant_engine(base: Engine, research: TenantResearch,
+                   entailment: ChatEntailment | None) -> Engine:
+    """An engine over ``base``'s index with the tenant's searcher and chat policies."""
+    tenant = research.config
+    planner = writer = None
+    if research.chat is not None and tenant.chat is not None:
+        planner, writer = chat_policies(research.chat, quirks=tenant.chat.quirks,
+                                        roles=tenant.chat.roles, timeout_s=tenant.chat.timeout_s)
+    search = tenant.search
+    return Engine(base.index, planner=planner, writer=writer, web=research.searcher,
+                  web_compression=search.compression if search is not None else "none",
+                  credibility=credibility_from(search.credibility) if search is not None
+                  else base.credibility,
+                  entailment=entailment)
+
+
 def create_app(config: ServerConfig | None = None, *, engine: Engine | None = None,
-               store: RunStore | None = None) -> web.Application:
+               store: RunStore | None = None,
+               env: Mapping[str, str] | None = None) -> web.Application:
     """The HTTP service.
 
     Args:
         config: settings (default: ``ServerConfig()``, open single-tenant mode).
         engine: runs questions (default: one over ``config.index_root``); a
-            given engine is not closed with the app.
+            given engine is not closed with the app. Tenants with ``[search]``
+            or ``[chat]`` get their own engine over its index (offline policies
+            where their ``[chat]`` does not apply, not the given engine's).
         store: the run store (default: from ``config.store``); the app opens
             it on start-up (marking crashed runs ``interrupted``) and closes it.
+        env: where API-key variables are looked up (default: ``os.environ``).
+
+    Raises:
+        ConfigError: a tenant's ``[search]`` or ``[chat]`` cannot be used (see
+            :func:`build_research`); nothing has been opened.
     """
     config = config or ServerConfig()
+    research = build_research(config, env)
     app = web.Application(middlewares=[problem_middleware],
                           client_max_size=config.max_body_bytes)
     app[CONFIG_KEY] = config
@@ -370,12 +470,13 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
     app[INTERRUPTED_KEY] = []
     app.add_routes(routes)
     _mount_extras(app)
-    app.cleanup_ctx.append(_lifecycle(config, engine, store))
+    app.cleanup_ctx.append(_lifecycle(config, engine, store, research))
     app.on_shutdown.append(_close_websockets)
     return app
 
 
-def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | None) -> Any:
+def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | None,
+               research: Mapping[str, TenantResearch]) -> Any:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         run_store = store if store is not None else make_store(config.store_target())
         interrupted = await run_store.open()
@@ -385,11 +486,13 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
                         len(interrupted))
         own_engine = engine is None
         judge = _entailment_client(config) if own_engine else None
+        entailment = (ChatEntailment(judge, timeout_s=config.entailment.timeout_s)
+                      if judge is not None and config.entailment is not None else None)
         run_engine = engine if engine is not None else Engine(
-            CorpusIndex(config.index_root),
-            entailment=ChatEntailment(judge, timeout_s=config.entailment.timeout_s)
-            if judge is not None and config.entailment is not None else None)
-        manager = RunManager(run_engine, run_store)
+            CorpusIndex(config.index_root), entailment=entailment)
+        tenant_engines = {name: _tenant_engine(run_engine, r, entailment)
+                          for name, r in research.items()}
+        manager = RunManager(run_engine, run_store, engines=tenant_engines)
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
         app[MANAGER_KEY] = manager
@@ -405,6 +508,8 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
         if config.open_mode:
             log.warning("no tenants configured: one open 'default' tenant without "
                         "authentication, listening on 127.0.0.1 only")
+        for name, tenant_research in research.items():
+            log.info("tenant %s: %s", name, tenant_research.describe())
         try:
             yield
         finally:
@@ -412,9 +517,13 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
             if building is not None:  # a thread cannot be cancelled: let it finish
                 with contextlib.suppress(Exception):
                     await building
-            await manager.aclose()
-            if own_engine:
+            await manager.aclose()  # every tenant's runs, whichever engine runs them
+            if own_engine:  # tenant engines share the index: closed only when it is ours
+                for tenant_engine in tenant_engines.values():
+                    await tenant_engine.aclose()
                 await run_engine.aclose()
+            for tenant_research in research.values():
+                await tenant_research.aclose()
             if judge is not None:
                 await judge.aclose()
             await run_store.close()

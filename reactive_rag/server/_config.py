@@ -12,14 +12,26 @@ Loaded from a TOML file and overridden by environment variables::
     max_concurrent_runs = 4
     runs_per_minute = 30
 
+    [tenants.acme.search]                      # optional: web search, the CLI's search.toml
+    max_results = 8                            # schema (actors.providers.TenantSearchConfig)
+    [tenants.acme.search.providers.searxng]
+    base_url = "http://127.0.0.1:8888"
+
+    [tenants.acme.chat]                        # optional: a chat model planning and/or writing
+    url = "http://127.0.0.1:8000/v1"
+    model = "qwen2.5-7b-instruct"
+    api_key_env = "ACME_CHAT_API_KEY"          # the variable's name, never the key
+    roles = ["planner", "writer"]
+
     [entailment]                               # optional: a chat model judging citations
     url = "http://127.0.0.1:8000/v1"
     model = "judge"
 
-Tokens are stored only as SHA-256 digests. With no tenant configured the
-server runs one ``default`` tenant without authentication and listens on
-127.0.0.1 only, whatever ``host`` says: an open server must not be reachable
-from the network by accident.
+Tokens are stored only as SHA-256 digests. A tenant without ``[search]`` runs
+offline (its local collections only); without ``[chat]`` its planner and writer
+are the offline ones. With no tenant configured the server runs one ``default``
+tenant without authentication and listens on 127.0.0.1 only, whatever ``host``
+says: an open server must not be reachable from the network by accident.
 """
 
 from __future__ import annotations
@@ -30,13 +42,25 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from actors.providers import TenantSearchConfig
+
+from .._chat_setup import CHAT_ROLES, ChatQuirks, ChatRole
 from ._exceptions import ConfigError
 
 __all__ = [
     "DEFAULT_TENANT",
+    "ChatConfig",
     "EntailmentConfig",
     "ServerConfig",
     "TenantConfig",
@@ -56,8 +80,73 @@ def default_store_path() -> Path:
     return base / "runs.db"
 
 
+class ChatConfig(BaseModel):
+    """A tenant's OpenAI-compatible chat model (the ``[tenants.NAME.chat]`` table).
+
+    Attributes:
+        url: server root, e.g. ``http://127.0.0.1:8000/v1`` (http or https, with a host).
+        model: model name sent with each request.
+        api_key_env: environment variable holding the API key; the server refuses
+            to start if it is named and not set. ``None``: no key is sent (local servers).
+        timeout_s: cap per model call (the run's remaining time caps it further).
+        connect_timeout_s: cap on connecting to the server.
+        max_retries: retries of 429/5xx/connection errors before anything streamed.
+        quirks: as ``reactive-rag ask --model-quirks``.
+        roles: which policies use the model; the others stay offline.
+    """
+
+    model_config = _STRICT
+
+    url: str = Field(min_length=1)
+    model: str = Field(default="default", min_length=1)
+    api_key_env: str | None = Field(default=None, min_length=1)
+    timeout_s: float = Field(default=30.0, gt=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+    quirks: ChatQuirks = "none"
+    roles: tuple[ChatRole, ...] = Field(default=CHAT_ROLES, min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_inline_key(cls, data: Any) -> Any:
+        """Config files are shared and versioned; a key in one leaks, so say where it goes."""
+        if isinstance(data, Mapping) and "api_key" in data:
+            raise ValueError("the key never goes in the file: put it in an environment "
+                             "variable and name that variable in api_key_env")
+        return data
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        """Refuse at start-up what would only fail at the first run's first model call."""
+        value = value.strip()
+        try:
+            parts = urlsplit(value)
+        except ValueError as exc:
+            raise ValueError(f"not a valid URL: {exc}") from None
+        if parts.username is not None or parts.password is not None:  # not echoed back
+            raise ValueError("credentials never go in the url: name an environment "
+                             "variable holding the key in api_key_env")
+        try:
+            _ = parts.port  # raises on a port that is not a number in range
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not a valid URL: {exc}") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname or \
+                any(c.isspace() for c in value):
+            raise ValueError(f"{value!r} is not an http(s) URL with a host "
+                             "(e.g. http://127.0.0.1:8000/v1)")
+        return value
+
+    @field_validator("roles")
+    @classmethod
+    def _unique_roles(cls, value: tuple[ChatRole, ...]) -> tuple[ChatRole, ...]:
+        """A role named twice is still one role (and one line in the start-up log)."""
+        return tuple(dict.fromkeys(value))
+
+
 class TenantConfig(BaseModel):
-    """One tenant: its token digests, the collections it may search, its rate limits."""
+    """One tenant: its token digests, the collections it may search, its rate limits,
+    and optionally its web search and chat model."""
 
     model_config = _STRICT
 
@@ -67,6 +156,11 @@ class TenantConfig(BaseModel):
     """Collections the tenant may search; ``"*"`` means every indexed collection."""
     max_concurrent_runs: int = Field(default=8, ge=1)
     runs_per_minute: int = Field(default=60, ge=1)
+    search: TenantSearchConfig | None = None
+    """Web search next to the local collections (the CLI's search-config schema);
+    ``None``: offline."""
+    chat: ChatConfig | None = None
+    """The chat model of the planner and/or writer; ``None``: offline policies."""
 
     @field_validator("token_sha256")
     @classmethod

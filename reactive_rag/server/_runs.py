@@ -31,12 +31,13 @@ log = logging.getLogger("reactive_rag.server")
 
 @dataclass(slots=True)
 class ActiveRun:
-    """A run going on in this process."""
+    """A run going on in this process (``engine``: the one that started it)."""
 
     tenant: str
     handle: RunHandle
     recorder: Recorder | None = None
     watcher: asyncio.Task[None] | None = None
+    engine: Engine | None = None
 
 
 @dataclass(slots=True)
@@ -49,19 +50,26 @@ class RunManager:
     """Starts, tracks and cancels the runs of every tenant.
 
     Args:
-        engine: starts the runs.
+        engine: starts the runs of every tenant without an engine of its own.
         store: where every event goes.
         clock: monotonic seconds (injectable for rate-limit tests).
+        engines: tenant name -> its own engine (its web search, its chat model).
     """
 
     def __init__(self, engine: Engine, store: RunStore, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 engines: Mapping[str, Engine] | None = None) -> None:
         self.engine = engine
+        self.engines = dict(engines or {})
         self.store = store
         self._clock = clock
         self._active: dict[str, ActiveRun] = {}
         self._usage: dict[str, _TenantUsage] = {}
         self._closing = False
+
+    def engine_for(self, tenant: str) -> Engine:
+        """The engine that runs ``tenant``'s questions."""
+        return self.engines.get(tenant, self.engine)
 
     @property
     def active(self) -> Mapping[str, ActiveRun]:
@@ -108,13 +116,14 @@ class RunManager:
             raise RateLimited("too_many_concurrent_runs", "the server is shutting down", 5)
         self._reserve(tenant)
         run_id = uuid.uuid4().hex
+        engine = self.engine_for(tenant.name)
         try:
-            handle = self.engine.start(question, mode=mode, collections=collections,
-                                       budget=dict(budget), run_id=run_id)
+            handle = engine.start(question, mode=mode, collections=collections,
+                                  budget=dict(budget), run_id=run_id)
         except BaseException:
             self._release(tenant.name)
             raise
-        active = ActiveRun(tenant.name, handle)
+        active = ActiveRun(tenant.name, handle, engine=engine)
         self._active[run_id] = active
         # The run task has not run yet (no await since engine.start): the
         # recorder subscribes before the first event is published, and takes
@@ -129,7 +138,7 @@ class RunManager:
             with contextlib.suppress(Exception):
                 await handle.wait()
             self._active.pop(run_id, None)
-            self.engine.forget(run_id)
+            engine.forget(run_id)
             self._release(tenant.name)
             raise
         active.recorder = recorder
@@ -149,7 +158,7 @@ class RunManager:
                     log.exception("run %s: events could not all be stored", run_id)
         finally:
             self._active.pop(run_id, None)
-            self.engine.forget(run_id)
+            (active.engine or self.engine).forget(run_id)
             self._release(active.tenant)
 
     async def settle(self, run_id: str, timeout_s: float = 5.0) -> None:

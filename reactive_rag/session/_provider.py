@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from actors.providers import SearchProvider
-from streams import Hit
+from actors.providers import (
+    SearchProvider,
+    UnappliedFilter,
+    search_with,
+    supported_filters,
+    unapplied_filters,
+)
+from streams import Hit, SearchFilters
 
 from ._kb import SessionKnowledgeBase
 
@@ -26,8 +32,17 @@ class CompressingProvider:
         self.kb = kb
         self.name = inner.name
 
-    async def search(self, query: str, k: int, deadline: float | None) -> Sequence[Hit]:
-        hits = await self.inner.search(query, k, deadline)
+    @property
+    def supported_filters(self) -> frozenset[str] | None:
+        """The wrapped provider's filters: the web search is where they apply."""
+        return supported_filters(self.inner)
+
+    def unapplied(self, filters: SearchFilters | None) -> tuple[UnappliedFilter, ...]:
+        return unapplied_filters(self.inner, filters)
+
+    async def search(self, query: str, k: int, deadline: float | None, *,
+                     filters: SearchFilters | None = None) -> Sequence[Hit]:
+        hits = await search_with(self.inner, query, k, deadline, filters)
         passages = await self.kb.compress(query, hits, k)
         return [
             Hit(url=p.url, title=p.title, snippet=p.text[:300], content=p.text,

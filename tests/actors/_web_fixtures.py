@@ -301,18 +301,23 @@ class FakeWeb:
 
     async def handle(self, request: web.Request, provider: str) -> web.StreamResponse:
         self.requests[provider] += 1
+        payload: dict[str, Any] = {}
+        fields: dict[str, str] = {}
         if request.method == "POST":
             if provider == "tavily":
                 payload = await request.json()
                 query, k = str(payload.get("query", "")), int(payload.get("max_results", 10))
             else:
                 form = await request.post()
+                fields = {key: str(value) for key, value in form.items()}
                 query, k = str(form.get("q", "")), 10
         else:
             query = request.query.get("q", "")
             k = int(request.query.get("count") or request.query.get("num") or 10)
+        # what arrived on the wire: query parameters, a JSON body, form fields
         self.last_request[provider] = {"query": query, "k": k, "headers": dict(request.headers),
-                                       "params": dict(request.query)}
+                                       "params": dict(request.query), "json": payload,
+                                       "form": fields}
         if not self._authorised(provider, request):
             return error_response(provider, "auth")
         await self._pause(self.latency[provider])

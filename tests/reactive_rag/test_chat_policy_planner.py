@@ -15,7 +15,7 @@ from actors.models._chat import ChatMessage, ChatResult, OpenAIChatClient, RawTo
 from actors.models._chat_exceptions import ChatAuthError
 from reactive_rag.agent._chat_planner import ChatPlanner
 from reactive_rag.agent._policy import PlannerView, QueryRecord
-from streams import EvidenceChunk, ToolCall
+from streams import EvidenceChunk, Feedback, SearchFilters, ToolCall
 from tests.actors._openai_fixtures import (
     FakeOpenAI,
     JsonBody,
@@ -94,7 +94,9 @@ async def test_a_valid_search_is_returned_with_the_servers_token_count(
     )
     assert decision.tokens == 150
     sent = server.requests[0]
-    assert [t["function"]["name"] for t in sent["tools"]] == ["search", "read", "answer"]
+    assert [t["function"]["name"] for t in sent["tools"]] == [
+        "search", "read", "open_page", "answer"
+    ]
     assert sent["messages"][0]["role"] == "system"
     assert "Never invent ids" in sent["messages"][0]["content"]
     assert QUESTION in sent["messages"][1]["content"]
@@ -284,7 +286,8 @@ async def test_tool_results_carry_the_ids_of_new_evidence_and_the_runs_feedback(
             round_=2,
             evidence=[EIFFEL],
             queries=[QueryRecord("Eiffel Tower", hits=3, new_evidence=1)],
-            feedback=("query 'Eiffel' was too close to an earlier one",),
+            feedback=(Feedback(kind="loop", query="Eiffel",
+                               detail="query 'Eiffel' was too close to an earlier one"),),
             remaining_tool_calls=7,
         )
     )
@@ -304,7 +307,7 @@ async def test_tool_results_carry_the_ids_of_new_evidence_and_the_runs_feedback(
     turn2 = server.messages[1]
     assert [m["role"] for m in turn2] == ["system", "user", "assistant", "tool", "user"]
     assert "[eiffel#0]" in turn2[3]["content"] and "Paris, France" in turn2[3]["content"]
-    assert "too close to an earlier one" in turn2[4]["content"]
+    assert "- loop (search 'Eiffel'): query 'Eiffel' was too close" in turn2[4]["content"]
     assert "7 tool calls" in turn2[4]["content"]
     turn3 = server.messages[2]
     assert turn3[:5] == turn2  # the conversation is kept, not rebuilt
@@ -319,7 +322,9 @@ async def test_a_call_the_run_refused_is_reported_as_not_run(
         stream_reply(tool_calls=[call("fin", "answer", {})]),
     )
     await planner.decide(view(round_=1))
-    await planner.decide(view(round_=2, feedback=("duplicate search refused",)))
+    await planner.decide(
+        view(round_=2, feedback=(Feedback(kind="duplicate", detail="duplicate search refused"),))
+    )
 
     assert "not run" in tool_messages(server.messages[1])["s1"]
 
@@ -378,6 +383,251 @@ async def test_old_tool_results_are_compacted_when_the_context_grows(
     old = tool_messages(server.messages[2])["s1"]
     assert "[long#0]" in old and "Paris facts. Paris facts." not in old
     assert "Seine river" in tool_messages(server.messages[2])["s2"]
+
+
+# --- web pages -------------------------------------------------------------------------------
+
+TODAY = "2025-06-01"
+
+
+def web(cid: str, text: str, url: str, *, snippet: bool = True) -> EvidenceChunk:
+    return EvidenceChunk(id=cid, text=text, title=cid, url=url, source="web:brave",
+                         snippet=snippet)
+
+
+SEINE = web("web:seine", "The Seine is a river of northern France.",
+            "https://www.example.org/seine")
+LOUVRE = web("web:louvre", "The Louvre stands on the Seine.", "https://example.com/louvre")
+
+
+async def test_open_page_of_a_shown_web_result_becomes_a_scrape_by_result_id(
+    server: FakeOpenAI, planner: ChatPlanner
+) -> None:
+    server.script(stream_reply(tool_calls=[call("o1", "open_page", {"result_id": "web:seine"})]))
+
+    decision = await planner.decide(view(evidence=[EIFFEL, SEINE], remaining_pages=3))
+
+    assert decision.action == "scrape"
+    assert decision.calls == (ToolCall(id="o1", tool="scrape", args={"result_id": "web:seine"}),)
+    opening = server.messages[0][1]["content"]
+    assert "[web:seine] (snippet, example.org) web:seine: The Seine" in opening
+    assert "[eiffel#0] eiffel: The Eiffel" in opening  # local passages are not snippets
+    assert "3 pages to open" in opening
+    system = server.messages[0][0]["content"]
+    assert "open_page(result_id)" in system and "run at the same time" in system
+
+
+@pytest.mark.parametrize(
+    ("args", "kw", "why"),
+    [
+        ({"result_id": "web:nowhere"}, {}, "unknown result id 'web:nowhere'"),
+        ({"result_id": "eiffel#0"}, {}, "'eiffel#0' is not a web result"),
+        ({"result_id": "web:seine"}, {"pages": ("https://WWW.example.org/seine/",)}, "is already"),
+        ({"result_id": "web:seine"}, {"remaining_pages": 0}, "no pages left to open"),
+        ({}, {}, "result_id: Field required"),
+        ({"result_id": "web:seine", "url": "http://evil"}, {}, "url: Extra inputs"),
+    ],
+)
+async def test_open_page_is_refused_back_to_the_model_unless_a_new_shown_web_result(
+    server: FakeOpenAI, planner: ChatPlanner, args: dict[str, Any], kw: dict[str, Any], why: str
+) -> None:
+    server.script(
+        stream_reply(tool_calls=[call("x", "open_page", args)]),
+        stream_reply(tool_calls=[call("y", "search", {"query": "Seine river Paris"})]),
+    )
+
+    decision = await planner.decide(view(evidence=[EIFFEL, SEINE], **kw))
+
+    assert [c.id for c in decision.calls] == ["y"]
+    assert [(r.call_id, r.tool) for r in planner.last_rejections] == [("x", "open_page")]
+    assert why in planner.last_rejections[0].reason
+    assert why in tool_messages(server.messages[1])["x"]
+
+
+async def test_every_valid_call_of_a_turn_is_returned_within_the_page_budget(
+    server: FakeOpenAI, planner: ChatPlanner
+) -> None:
+    server.script(
+        stream_reply(
+            tool_calls=[
+                call("s", "search", {"query": "Seine bridges"}),
+                call("o1", "open_page", {"result_id": "web:seine"}),
+                call("o2", "open_page", {"result_id": "web:seine"}),  # the same page again
+                call("o3", "open_page", {"result_id": "web:louvre"}),
+                call("o4", "open_page", {"result_id": "web:louvre#x"}),
+                call("r", "read", {"chunk_id": "eiffel#0"}),
+            ]
+        ),
+        stream_reply(tool_calls=[call("fin", "answer", {})]),
+    )
+    decision = await planner.decide(view(evidence=[EIFFEL, SEINE, LOUVRE], remaining_pages=2))
+
+    assert decision.action == "search"
+    assert [(c.id, c.tool) for c in decision.calls] == [
+        ("s", "search"), ("o1", "scrape"), ("o3", "scrape"), ("r", "read"),
+    ]
+    reasons = {r.call_id: r.reason for r in planner.last_rejections}
+    assert "already being opened in this turn" in reasons["o2"]
+    assert "unknown result id" in reasons["o4"]
+
+    await planner.decide(view(round_=2, evidence=[EIFFEL, SEINE, LOUVRE]))
+    results = tool_messages(server.messages[1])
+    assert "already being opened" in results["o2"]
+    assert set(results) == {"s", "o1", "o2", "o3", "o4", "r"}  # one result per call
+
+
+async def test_an_opened_page_is_reported_on_its_call_and_cannot_be_opened_again(
+    server: FakeOpenAI, planner: ChatPlanner
+) -> None:
+    page = web("web:page#0", "The Seine flows through Paris, Rouen and Le Havre.",
+               "https://www.example.org/seine", snippet=False)
+    server.script(
+        stream_reply(tool_calls=[call("o1", "open_page", {"result_id": "web:seine"})]),
+        stream_reply(tool_calls=[call("o2", "open_page", {"result_id": "web:seine"})]),
+        stream_reply(tool_calls=[call("fin", "answer", {})]),
+    )
+    await planner.decide(view(round_=1, evidence=[EIFFEL, SEINE], remaining_pages=3))
+    second = await planner.decide(
+        view(round_=2, evidence=[EIFFEL, SEINE, page], pages=("https://www.example.org/seine",),
+             remaining_pages=2)
+    )
+
+    result = tool_messages(server.messages[1])["o1"]
+    assert "open_page('web:seine'): 1 new passage:" in result
+    assert "[web:page#0] (example.org) web:page#0: The Seine flows through Paris" in result
+    assert second.action == "answer"  # the retry answered; the second opening was refused
+    assert "already open" in tool_messages(server.messages[2])["o2"]
+
+
+async def test_a_page_the_run_refused_is_not_run_with_its_typed_feedback(
+    server: FakeOpenAI, planner: ChatPlanner
+) -> None:
+    server.script(
+        stream_reply(tool_calls=[call("o1", "open_page", {"result_id": "web:seine"})]),
+        stream_reply(tool_calls=[call("fin", "answer", {})]),
+    )
+    await planner.decide(view(round_=1, evidence=[SEINE]))
+    refused = Feedback(kind="page_limit", call_id="o1", tool="scrape",
+                       url="https://www.example.org/seine",
+                       detail="scrape o1 refused: this run may open at most 2 pages")
+    await planner.decide(view(round_=2, evidence=[SEINE], feedback=(refused,)))
+
+    result = tool_messages(server.messages[1])["o1"]
+    assert result.startswith("not run:")
+    assert "- page_limit (https://www.example.org/seine): scrape o1 refused" in result
+    assert "no more pages can be opened" in result
+    assert "Notes from the run" not in server.messages[1][-1]["content"]  # told once, on o1
+
+
+# --- search filters --------------------------------------------------------------------------
+
+
+async def test_search_filters_are_validated_normalised_and_passed_to_the_run(
+    server: FakeOpenAI, planner: ChatPlanner
+) -> None:
+    filters = {"date_from": "2024-01-01", "date_to": "2024-12-31", "sites": ["WWW.Who.int"],
+               "exclude_sites": ["farm.example"], "language": "EN"}
+    server.script(
+        stream_reply(tool_calls=[
+            call("s1", "search", {"query": "measles cases", "filters": filters}),
+            call("s2", "search", {"query": "measles vaccine", "filters": {}}),
+        ])
+    )
+
+    decision = await planner.decide(view(today=TODAY))
+
+    expected = {"date_from": "2024-01-01", "date_to": "2024-12-31", "sites": ["who.int"],
+                "exclude_sites": ["farm.example"], "language": "en"}
+    assert [c.args for c in decision.calls] == [
+        {"query": "measles cases", "filters": expected},
+        {"query": "measles vaccine"},  # empty filters constrain nothing: left out
+    ]
+    assert SearchFilters.model_validate(expected).names() == (
+        "date", "sites", "exclude_sites", "language"
+    )
+    search_tool = server.requests[0]["tools"][0]["function"]["parameters"]
+    assert set(search_tool["properties"]["filters"]["properties"]) == {
+        "date_from", "date_to", "sites", "exclude_sites", "language"
+    }
+
+
+@pytest.mark.parametrize(
+    ("filters", "why"),
+    [
+        ({"date_from": "2024/01/01"}, "filters.date_from: Value error, not a date as YYYY-MM-DD"),
+        ({"date_to": "2024-02-30"}, "not a date as YYYY-MM-DD: '2024-02-30'"),
+        ({"date_from": "last year"}, "not a date as YYYY-MM-DD"),
+        ({"date_from": "2024-06-01", "date_to": "2024-01-01"}, "is after date_to 2024-01-01"),
+        ({"date_from": "2026-01-01"}, f"is after today ({TODAY})"),
+        ({"sites": ["https://who.int/news"]}, "not a host name like who.int"),
+        ({"sites": "who.int"}, "filters.sites: Input should be a valid list"),
+        ({"sites": ["who.int"], "exclude_sites": ["www.who.int"]}, "in both sites and exclude"),
+        ({"language": "english"}, "filters.language: String should match"),
+        ({"doc_types": ["pdf"]}, "filters.doc_types: Extra inputs"),
+        ("2024", "filters: Input should be"),
+    ],
+)
+async def test_bad_search_filters_are_refused_back_to_the_model(
+    server: FakeOpenAI, planner: ChatPlanner, filters: Any, why: str
+) -> None:
+    server.script(
+        stream_reply(tool_calls=[call("x", "search", {"query": "measles", "filters": filters})]),
+        stream_reply(tool_calls=[call("y", "search", {"query": "measles 2024"})]),
+    )
+
+    decision = await planner.decide(view(today=TODAY))
+
+    assert [c.id for c in decision.calls] == ["y"]
+    assert why in planner.last_rejections[0].reason
+    assert why in tool_messages(server.messages[1])["x"]
+
+
+async def test_todays_date_is_in_the_prompt_for_date_filters(
+    server: FakeOpenAI, planner: ChatPlanner
+) -> None:
+    server.script(stream_reply(tool_calls=[call("s", "search", {"query": "Seine floods"})]))
+
+    await planner.decide(view(today=TODAY))
+
+    assert f"Today's date: {TODAY}" in server.messages[0][1]["content"]
+    assert "today's date" in server.messages[0][0]["content"]
+
+
+# --- typed feedback --------------------------------------------------------------------------
+
+
+async def test_typed_feedback_reaches_the_next_prompt_with_kind_detail_and_what_to_do(
+    server: FakeOpenAI, planner: ChatPlanner
+) -> None:
+    server.script(
+        stream_reply(tool_calls=[call("s1", "search", {"query": "Seine floods",
+                                                        "filters": {"sites": ["lemonde.fr"]}})]),
+        stream_reply(tool_calls=[call("fin", "answer", {})]),
+    )
+    await planner.decide(view(round_=1, today=TODAY))
+    feedback = (
+        Feedback(kind="unapplied_filter", call_id="s1", tool="search", query="Seine floods",
+                 detail="filters not applied: duckduckgo: sites (no site parameter)"),
+        Feedback(kind="spam", tool="search", query="Seine news", hosts=("farm.example",),
+                 detail="2 results look like spam or a content farm"),
+        Feedback(kind="stale", tool="search", query="Seine news",
+                 detail="every dated result is older than 2024"),
+    )
+    await planner.decide(
+        view(round_=2, evidence=[SEINE], queries=[QueryRecord("Seine floods", 1, 1)],
+             feedback=feedback, today=TODAY)
+    )
+
+    result = tool_messages(server.messages[1])["s1"]
+    assert "search('Seine floods', filters {\"sites\": [\"lemonde.fr\"]}): 1 new passage" in result
+    assert "- unapplied_filter (search 'Seine floods'): filters not applied: duckduckgo: sites" \
+        in result
+    notes = server.messages[1][-1]["content"]
+    assert "- spam (search 'Seine news'): 2 results look like spam" in notes
+    assert 'add filters.exclude_sites ["farm.example"]' in notes
+    assert "- stale (search 'Seine news'): every dated result is older than 2024" in notes
+    assert f"add filters.date_from (YYYY-MM-DD; today is {TODAY})" in notes
+    assert "unapplied_filter" not in notes  # it went with its own call's result
 
 
 # --- no tool call, errors, budget ------------------------------------------------------------
@@ -458,6 +708,7 @@ _CALL_TEMPLATES = [
     ("read", {"chunk_id": "ghost#7"}),
     ("answer", {}),
     ("fetch", {"url": "http://x"}),
+    ("open_page", {"result_id": "{known}"}),  # local evidence only: always refused
 ]
 
 

@@ -22,7 +22,7 @@ from reactive_rag.agent import (
     question_entities,
     select_evidence,
 )
-from streams import EvidenceChunk
+from streams import EvidenceChunk, Feedback
 
 MVP_Q = "Which team does the player named 2015 Diamond Head Classic's MVP play for?"
 DIAMOND = EvidenceChunk(
@@ -150,7 +150,8 @@ async def test_results_under_the_relevance_floor_count_as_empty() -> None:
     first = _queries(await OfflinePlanner().decide(_view(q)))
     records = [QueryRecord(x, hits=10, new_evidence=0) for x in first]
     notes = tuple(
-        f"nothing relevant for {x!r} (10 results under the relevance floor)" for x in first
+        Feedback(kind="below_floor", query=x, detail="10 results under the relevance floor")
+        for x in first
     )
     second = await OfflinePlanner().decide(_view(q, round=2, queries=records, feedback=notes))
     assert second.action == "search" and "rewrite" in second.reason
@@ -163,8 +164,8 @@ async def test_results_under_the_relevance_floor_count_as_empty() -> None:
         ({"remaining_steps": 1}, "steps"),
         ({"remaining_s": 1.0}, "time"),
         ({"round": 4}, "rounds"),
-        ({"feedback": ("search saturated: two rounds returned the same evidence",)}, "saturated"),
-        ({"feedback": ("semantic loop: ...", "semantic loop: ...")}, "loops"),
+        ({"feedback": (Feedback(kind="loop", query="a"), Feedback(kind="duplicate", query="b"))},
+         "loops"),
     ],
 )
 async def test_answers_when_budget_rounds_or_feedback_say_so(
@@ -230,7 +231,7 @@ async def test_reads_on_from_a_relevant_passage_that_stops_mid_sentence() -> Non
             round=2,
             evidence=[cut],
             queries=[QueryRecord(q, 1, 1)],
-            feedback=("read limit reached: at most 2 reads in a row",),
+            feedback=(Feedback(kind="read_limit", detail="at most 2 reads in a row"),),
         )
     )
     assert all(c.tool != "read" for c in limited.calls)

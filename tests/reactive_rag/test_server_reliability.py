@@ -61,8 +61,10 @@ async def test_200_runs_with_500_subscribers_some_slow(
         tmp_path: Path, server_index: CorpusIndex) -> None:
     GatedPlanner.gate = asyncio.Event()
     try:
+        # A buffer well under one run's events (~35), so slow clients overflow, but above
+        # one burst: a plan step's parallel results settle together (~20 events at once).
         async with serve(tmp_path / "a", server_index, planner=GatedPlanner, open_tenant=MANY,
-                         sse_buffer=16) as client:
+                         sse_buffer=24) as client:
             alone, _ = await _gated_runs_wall_time(client, 200, 0, 0)
             watched, results = await _gated_runs_wall_time(client, 200, 500, 50)
             store = client.app[__import__("reactive_rag.server").server.STORE_KEY]

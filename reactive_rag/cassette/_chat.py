@@ -1,0 +1,164 @@
+"""Chat models that record their completions, and one that replays them.
+
+The boundary is the :class:`~actors.models.ChatModel` protocol the planner,
+writer and entailment judge call: a completion is recorded as the client
+assembled it (after its retries), with the pieces it streamed, so a replay
+streams the same ``answer.delta`` events. Requests are matched without their
+timeout and with :data:`~._format.VOLATILE_PATTERNS` masked (the planner tells
+the model how many seconds are left, which a replay cannot repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from actors.models import (
+    ChatError,
+    ChatMessage,
+    ChatModel,
+    ChatResult,
+    DeltaCallback,
+    RawToolCall,
+    Usage,
+)
+
+from ._format import decode_error, mask_volatile
+
+if TYPE_CHECKING:
+    from ._cassette import Cassette
+
+__all__ = ["RecordingChatModel", "ReplayChatModel", "chat_key"]
+
+
+def chat_key(role: str, model: str, messages: Sequence[ChatMessage], *,
+             tools: Sequence[Mapping[str, Any]] | None, tool_choice: str | Mapping[str, Any] | None,
+             temperature: float | None, max_tokens: int | None,
+             response_format: Mapping[str, Any] | None, stream: bool) -> dict[str, Any]:
+    """A completion request as matched on replay (JSON data, volatile text masked)."""
+    key = {"role": role, "model": model, "messages": [dict(m) for m in messages],
+           "tools": [dict(t) for t in tools] if tools else None, "tool_choice": tool_choice,
+           "temperature": temperature, "max_tokens": max_tokens,
+           "response_format": dict(response_format) if response_format is not None else None,
+           "stream": stream}
+    data: dict[str, Any] = json.loads(json.dumps(key, default=str))
+    data["messages"] = mask_volatile(data["messages"])
+    return data
+
+
+def _result_json(result: ChatResult) -> dict[str, Any]:
+    return {"content": result.content,
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments_json": c.arguments_json}
+                           for c in result.tool_calls],
+            "usage": {"prompt": result.usage.prompt, "completion": result.usage.completion,
+                      "total": result.usage.total, "estimated": result.usage.estimated},
+            "finish_reason": result.finish_reason, "model": result.model}
+
+
+def _result(data: Mapping[str, Any]) -> ChatResult:
+    usage = data.get("usage") or {}
+    finish = data.get("finish_reason")
+    return ChatResult(
+        content=str(data.get("content") or ""),
+        tool_calls=tuple(RawToolCall(id=str(c["id"]), name=str(c["name"]),
+                                     arguments_json=str(c["arguments_json"]))
+                         for c in data.get("tool_calls") or ()),
+        usage=Usage(int(usage.get("prompt", 0)), int(usage.get("completion", 0)),
+                    int(usage.get("total", 0)), bool(usage.get("estimated", False))),
+        finish_reason=str(finish) if finish is not None else None,
+        model=str(data.get("model") or ""))
+
+
+class RecordingChatModel:
+    """A chat model whose every completion (or typed error) goes on the cassette."""
+
+    def __init__(self, inner: ChatModel, cassette: Cassette, *, role: str = "chat") -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.name = str(getattr(inner, "name", inner.model))
+        self.role = role
+        self._cassette = cassette
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        timeout_s: float | None = None,
+        on_delta: DeltaCallback | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        stream: bool = True,
+    ) -> ChatResult:
+        key = chat_key(self.role, self.model, messages, tools=tools, tool_choice=tool_choice,
+                       temperature=temperature, max_tokens=max_tokens,
+                       response_format=response_format, stream=stream)
+        deltas: list[str] = []
+
+        def tap(piece: str) -> None:
+            deltas.append(piece)
+            if on_delta is not None:
+                on_delta(piece)
+
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        def add(**outcome: Any) -> None:
+            self._cassette.add("chat", key, deltas=deltas, elapsed_s=loop.time() - started,
+                               **outcome)
+
+        try:
+            result = await self.inner.complete(
+                messages, tools=tools, tool_choice=tool_choice, timeout_s=timeout_s,
+                on_delta=tap, temperature=temperature, max_tokens=max_tokens,
+                response_format=response_format, stream=stream)
+        except asyncio.CancelledError:
+            add(cancelled=True)
+            raise
+        except Exception as exc:
+            add(error=exc)
+            raise
+        add(response=_result_json(result))
+        return result
+
+
+class ReplayChatModel:
+    """Answers completions from the cassette only (the model name is the recorded one)."""
+
+    def __init__(self, cassette: Cassette, *, model: str, role: str = "chat") -> None:
+        self.model = model
+        self.name = model
+        self.role = role
+        self._cassette = cassette
+
+    async def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        timeout_s: float | None = None,
+        on_delta: DeltaCallback | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        stream: bool = True,
+    ) -> ChatResult:
+        key = chat_key(self.role, self.model, messages, tools=tools, tool_choice=tool_choice,
+                       temperature=temperature, max_tokens=max_tokens,
+                       response_format=response_format, stream=stream)
+        got = await self._cassette.take("chat", key)
+        if on_delta is not None:  # what streamed, also before a failure or a cut
+            for piece in got.deltas:
+                on_delta(piece)
+        if got.cancelled:
+            await self._cassette.linger(got)
+            raise TimeoutError
+        if got.error is not None:
+            raise decode_error(got.error, ChatError)
+        assert got.response is not None
+        return _result(got.response)
