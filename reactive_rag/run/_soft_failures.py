@@ -91,6 +91,7 @@ _ECHO_SHARE = 0.6
 _ECHO_COVER = 0.8
 _ECHO_RUN = 8  # ...or it copies the question, from its question word, this far (none did)
 _ECHO_SCAN = 200  # tokens of a page searched for the copy
+_ECHO_SNIPPET_NOVEL = 1  # a snippet adding at most this many words of its own says nothing new
 _BOILER_MIN_WORDS = 40
 _BOILER_SHARE = 0.40  # navigation / link / banner words / words: at least this ...
 _PROSE_MAX = 0.35  # ... and prose words / words below this: the page says little
@@ -327,7 +328,15 @@ def _echo(question_stems: frozenset[str], text: str,
     if run >= min(_ECHO_RUN, len(question_tokens)):
         return f"copies the question verbatim ({run} words in a row)"
     if len(tokens) < _MIN_WORDS:
-        return ""  # a short, direct answer restates the question too ("X founded Y in 1863")
+        # A short, direct answer restates the question too ("X founded Y in 1863"), but
+        # adds names and facts; a snippet that adds (next to) nothing is only an echo.
+        stems = content_terms(text)
+        novel = set(stems) - question_stems
+        if (len(stems) >= _ECHO_MIN_CONTENT and len(novel) <= _ECHO_SNIPPET_NOVEL
+                and len(question_stems.intersection(stems)) >= _ECHO_COVER * len(question_stems)):
+            return (f"restates the question and adds {len(novel)} word"
+                    f"{'' if len(novel) == 1 else 's'} to it")
+        return ""
     stems = content_terms(text)
     if len(stems) < _ECHO_MIN_CONTENT:
         return ""

@@ -405,3 +405,16 @@ def test_a_snippet_copying_the_question_is_flagged_but_a_shared_phrase_is_not() 
     verdict = spam_flags(question, [farm, article])        # highlands ... drained by the river"
     assert [(f.url, f.kind) for f in verdict.flagged] == [("https://answers-farm.example/q",
                                                           "echo")]
+
+
+def test_a_short_direct_answer_is_kept_and_a_snippet_adding_nothing_is_an_echo() -> None:
+    question = "Who founded the Orvelle lake survey of the northern Tarsk highlands in 1921?"
+    answer = _hit("https://atlas.example/survey", None,
+                  snippet="Ida Marsk founded the Orvelle lake survey of the northern Tarsk "
+                          "highlands in 1921.")
+    echo = _hit("https://answers-farm.example/s", None,
+                snippet="All about the Orvelle lake survey of the northern Tarsk highlands, "
+                        "founded in 1921")
+    verdict = spam_flags(question, [answer, echo])
+    assert [(f.url, f.kind) for f in verdict.flagged] == [("https://answers-farm.example/s",
+                                                          "echo")]
