@@ -14,8 +14,8 @@ import email.utils
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit
 
+from actors.text import url_host as text_url_host
 from streams import SearchFilters
 
 __all__ = [
@@ -123,14 +123,9 @@ def _bare(host: str) -> str:
 
 def url_host(url: str) -> str | None:
     """The http(s) URL's host without ``www.``; ``None`` for other schemes (corpus://, file://)."""
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname
-    except ValueError:
+    if not url.strip().lower().startswith(("http://", "https://")):
         return None
-    if parts.scheme.lower() not in ("http", "https") or not host:
-        return None
-    return _bare(host)
+    return text_url_host(url) or None
 
 
 def site_host(site: str) -> str:

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import idna
 
-__all__ = ["TRACKING_PARAMS", "TRACKING_PREFIXES", "normalize_url"]
+__all__ = ["TRACKING_PARAMS", "TRACKING_PREFIXES", "normalize_url", "url_host"]
 
 TRACKING_PARAMS: frozenset[str] = frozenset(
     {
@@ -154,3 +154,15 @@ def _normalize_query(query: str) -> str:
         params.append((name, eq + _fix_escapes(value, _QUERY_PART_SAFE + "+=")))
     params.sort()
     return "&".join(n + v for n, v in params)
+
+
+def url_host(url: str) -> str:
+    """A URL's host as sites are compared: lower case, no ``www.``, no trailing dot.
+
+    Empty when the URL has no host or cannot be parsed (never raises).
+    """
+    try:
+        host = urlsplit(url.strip()).hostname or ""
+    except ValueError:
+        return ""
+    return host.rstrip(".").lower().removeprefix("www.")

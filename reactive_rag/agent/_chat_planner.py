@@ -30,13 +30,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from actors.models._chat import ChatModel, ChatResult, RawToolCall, function_tool
 from actors.models._chat_exceptions import ChatError
-from actors.text import normalize_url
+from actors.text import normalize_url, url_host
 from streams import EvidenceChunk, Feedback, FeedbackKind, SearchFilters, ToolCall
 
 from ._policy import Decision, PlannerView, QueryRecord
@@ -791,7 +790,7 @@ def _label(chunk: EvidenceChunk) -> str:
     if _is_web(chunk):
         if chunk.snippet:
             tags.append("snippet")
-        host = (urlsplit(chunk.url).hostname or "").removeprefix("www.")
+        host = url_host(chunk.url)
         if host:
             tags.append(host)
     tag = f" ({', '.join(tags)})" if tags else ""

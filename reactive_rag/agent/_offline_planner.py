@@ -20,7 +20,6 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from pydantic import JsonValue
 
@@ -34,6 +33,7 @@ from actors.text import (
     split_sentences,
     stem,
     tokenize,
+    url_host,
 )
 from streams import EvidenceChunk, Feedback, ToolCall
 
@@ -459,7 +459,7 @@ class OfflinePlanner:
         for c in snippets:
             if c.url in opened or c.url in held_pages or c.url in seen_urls:
                 continue
-            if _host_of(c.url) in self._excluded:
+            if url_host(c.url) in self._excluded:
                 continue  # a host that served spam in this run
             if not wanted & (_chunk_terms(c) | set(content_terms(c.title))):
                 continue  # the snippet says nothing about the question
@@ -701,10 +701,6 @@ def _same_text(a: frozenset[str], b: frozenset[str]) -> bool:
     if not a or not b:
         return False
     return len(a & b) / len(a | b) >= 0.7
-
-
-def _host_of(url: str) -> str:
-    return (urlsplit(url).hostname or "").removeprefix("www.")
 
 
 _HARD_STOPS = ("tool-call budget spent", "model steps nearly spent", "time nearly spent")

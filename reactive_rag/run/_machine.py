@@ -28,12 +28,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
 from actors.rerank import Credibility
-from actors.text import normalize_url
+from actors.text import normalize_url, url_host
 from streams import (
     ActorFailed,
     AnswerabilityJudged,
@@ -740,11 +739,6 @@ def _spam_of(flags: Sequence[Event]) -> tuple[frozenset[str], frozenset[str]]:
             frozenset(h for f in spam for h in f.hosts))
 
 
-def _host(url: str) -> str:
-    host = urlsplit(url).hostname or ""
-    return host.removeprefix("www.")
-
-
 def _settle(state: RunState, out: list[Command]) -> _Step:
     """Apply finished calls from the front of the dispatch order, then dispatch more."""
     while state.in_flight and (result := state.in_flight[0].result) is not None:
@@ -874,7 +868,7 @@ def _candidates(state: RunState) -> tuple[EvidenceChunk, ...]:
 def _is_spam(state: RunState, url: str) -> bool:
     if not url or not (state.spam_urls or state.spam_hosts):
         return False
-    return url_key(url) in state.spam_urls or _host(url) in state.spam_hosts
+    return url_key(url) in state.spam_urls or url_host(url) in state.spam_hosts
 
 
 def _on_selecting(state: RunState, event: Event,

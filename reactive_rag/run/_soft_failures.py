@@ -25,7 +25,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -39,6 +38,7 @@ from actors.text import (
     simhash64,
     stem,
     tokenize,
+    url_host,
 )
 from streams import Hit, SearchFilters
 
@@ -236,14 +236,6 @@ class StaleVerdict:
     newest: dt.date
     undated: int
     reason: str
-
-
-def _host(url: str) -> str:
-    try:
-        host = urlsplit(url).hostname or ""
-    except ValueError:
-        return ""
-    return host.lower().rstrip(".").removeprefix("www.")
 
 
 def _text(hit: Hit) -> str:
@@ -548,7 +540,7 @@ def spam_flags(
     """
     question_stems = frozenset(content_terms(question))
     question_tokens = tokenize(question)
-    hosts = [_host(h.url) for h in hits]
+    hosts = [url_host(h.url) for h in hits]
     texts = [_text(h) for h in hits]
     n_words: list[int] = []
     reasons: dict[int, tuple[SpamKind, str]] = {}

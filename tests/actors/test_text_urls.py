@@ -104,3 +104,12 @@ def test_any_text_is_normalised_idempotently_or_rejected(text: str) -> None:
     except ValueError:
         return
     assert normalize_url(once) == once
+
+
+def test_url_host_is_the_host_as_sites_are_compared() -> None:
+    from actors.text import url_host
+
+    assert url_host("https://WWW.Example.com./a?b=1") == "example.com"
+    assert url_host("http://sub.example.com:8080/x") == "sub.example.com"
+    assert url_host("corpus://notes/doc") == "notes"
+    assert url_host("not a url") == "" and url_host("http://[::1") == ""
