@@ -454,8 +454,20 @@ class OfflinePlanner:
                  if c.url in opened or (c.url in held_pages and c.position == 0)]
         # Best first by the reranker's score against the query that found it (a
         # 20-word snippet covers few question words, so coverage ranks it poorly).
-        snippets = sorted((c for c in view.evidence if c.snippet),
-                          key=lambda c: -(c.score or 0.0))
+        # A result whose title the pages already read name is the next hop of the
+        # question: it goes before results that only match the words searched.
+        read_text = normalize_query(" ".join(c.text for c in view.evidence if not c.snippet))
+
+        # And a result the final pick would hand the writer is worth reading whole.
+        pool = sorted(view.evidence, key=lambda c: -(c.score or 0.0))
+        picked = {c.id for c in select_evidence(view.question, pool,
+                                                [q.query for q in view.queries])}
+
+        def priority(c: EvidenceChunk) -> tuple[bool, bool, float]:
+            named = bool(read_text) and _mentions(read_text, _title_keys(c.title))
+            return (c.id not in picked, not named, -(c.score or 0.0))
+
+        snippets = sorted((c for c in view.evidence if c.snippet), key=priority)
         for c in snippets:
             if c.url in opened or c.url in held_pages or c.url in seen_urls:
                 continue

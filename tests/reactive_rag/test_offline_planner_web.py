@@ -119,3 +119,14 @@ def test_a_copy_of_a_page_already_read_is_not_opened_and_better_scored_results_g
                                               pages=("https://site1.example/page",))))
     assert "web:m" not in pages
     assert pages == ["web:2", "web:4"]  # by the reranker's score, best first
+
+
+def test_the_next_hop_named_by_a_page_already_read_is_opened_first() -> None:
+    read = EvidenceChunk(id="web:p#0", url="https://site9.example/page", source="scraper",
+                         text="Lirea's capital is Orvel, which lies on the river Tamsin.")
+    hop = EvidenceChunk(id="web:t", url="https://site7.example/tamsin", snippet=True,
+                        source="searxng", score=0.01, title="Tamsin",
+                        text="The Tamsin is a river of the Kingdom of Lirea")
+    pages = opened(OfflinePlanner(pages_per_round=1).plan(
+        view(evidence=[*RESULTS, hop, read], pages=("https://site9.example/page",))))
+    assert pages == ["web:t"]  # named by the page read, despite the lowest score
