@@ -83,16 +83,30 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _open_store(args: argparse.Namespace) -> RunStore:
+    """The store as an operator reads it: read-only, so a live server's runs stay running."""
     from .server import make_store
 
-    store = make_store(_config(args).store_target())
+    store = make_store(_config(args).store_target(), read_only=True)
     await store.open()
     return store
 
 
+async def _open_store_or_say(args: argparse.Namespace) -> RunStore | None:
+    """:func:`_open_store`, or ``None`` after saying on stderr why the store cannot be read."""
+    from .store import StoreError
+
+    try:
+        return await _open_store(args)
+    except StoreError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}")
+        return None
+
+
 def _cmd_runs(args: argparse.Namespace) -> int:
     async def go() -> int:
-        store = await _open_store(args)
+        store = await _open_store_or_say(args)
+        if store is None:
+            return 1
         try:
             page = await store.list_runs(args.tenant, limit=max(1, args.limit))
         finally:
@@ -116,7 +130,9 @@ def _cmd_runs(args: argparse.Namespace) -> int:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     async def go() -> int:
-        store = await _open_store(args)
+        store = await _open_store_or_say(args)
+        if store is None:
+            return 1
         console = Console(highlight=False)
         printer = EventPrinter(console, show_progress=args.progress)
         seen: list[Event] = []

@@ -98,16 +98,21 @@ class RedactingAccessLogger(AbstractAccessLogger):
                          response.status, response.body_length, time)
 
 
-def make_store(target: str) -> RunStore:
-    """A store for a config ``store`` value: a path, ``sqlite:///path`` or ``redis://...``."""
+def make_store(target: str, *, read_only: bool = False) -> RunStore:
+    """A store for a config ``store`` value: a path, ``sqlite:///path`` or ``redis://...``.
+
+    ``read_only``: an operator's view beside a live server, which must not
+    recover (interrupt) the server's running runs or write anything.
+    """
     if target.startswith(("redis://", "rediss://", "unix://")):
         from ..store import RedisRunStore
 
-        return RedisRunStore(target)
+        return RedisRunStore(target, read_only=read_only)
     path = target.removeprefix("sqlite://")
     path = path.removeprefix("/") if path.startswith("//") else path
-    Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    return SqliteRunStore(Path(path).expanduser())
+    if not read_only:
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    return SqliteRunStore(Path(path).expanduser(), read_only=read_only)
 
 
 def request_tenant(request: web.Request) -> Tenant:

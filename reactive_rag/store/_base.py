@@ -20,7 +20,7 @@ from reactivex import Observable, abc
 
 from streams import Event, RunFinished, RunStream
 
-from ._exceptions import AttachGap, InvalidCursor, SeqConflict, StoreClosed
+from ._exceptions import AttachGap, InvalidCursor, SeqConflict, StoreClosed, StoreReadOnly
 from ._protocol import LiveSource, RunRecord, RunStatus
 
 __all__ = ["StoreBase", "UnflushedSource", "check_batch", "make_cursor", "parse_cursor"]
@@ -108,6 +108,9 @@ class StoreBase:
         owner: names the process (or deployment) that writes runs; on
             :meth:`open` only this owner's runs left ``running`` are marked
             interrupted, so several servers can share one backend.
+        read_only: an operator's view (``reactive-rag runs``/``replay`` beside a
+            live server): :meth:`open` recovers nothing and every write raises
+            :class:`~reactive_rag.store.StoreReadOnly`.
         clock: Unix-time source for timestamps (injectable for tests).
         poll_interval_s: how often a follower without live events re-reads.
         gap_timeout_s: how long a live attacher waits for events between the
@@ -118,11 +121,13 @@ class StoreBase:
         self,
         *,
         owner: str = "default",
+        read_only: bool = False,
         clock: Callable[[], float] = time.time,
         poll_interval_s: float = 0.02,
         gap_timeout_s: float = 10.0,
     ) -> None:
         self.owner = owner
+        self.read_only = read_only
         self._clock = clock
         self._poll_interval_s = poll_interval_s
         self._gap_timeout_s = gap_timeout_s
@@ -131,6 +136,12 @@ class StoreBase:
 
     async def open(self) -> list[str]:
         raise NotImplementedError
+
+    def _writable(self) -> None:
+        """Raise unless this store may write (it was not opened read-only)."""
+        if self.read_only:
+            raise StoreReadOnly("this store was opened read-only: it records and recovers "
+                                "nothing")
 
     async def close(self) -> None:
         raise NotImplementedError

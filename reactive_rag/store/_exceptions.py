@@ -13,6 +13,7 @@ Hierarchy::
     ├── InvalidCursor(StoreError, ValueError)      a ``before`` page cursor we did not issue
     ├── AttachGap(StoreError)                      a live attacher could not fill a gap in time
     ├── StoreClosed(StoreError, RuntimeError)      used before open() or after close()
+    ├── StoreReadOnly(StoreError, PermissionError) a write through a store opened read-only
     ├── StoreUnavailable(StoreError, ConnectionError)  backend unreachable (retryable)
     └── StoreCorrupt(StoreError)                   integrity check failed, or a stored
                                                    event no longer decodes
@@ -33,6 +34,7 @@ __all__ = [
     "StoreClosed",
     "StoreCorrupt",
     "StoreError",
+    "StoreReadOnly",
     "StoreUnavailable",
     "TaskAlreadyFinished",
     "TaskExists",
@@ -90,6 +92,10 @@ class AttachGap(StoreError):
 
 class StoreClosed(StoreError, RuntimeError):
     """The store is not open."""
+
+
+class StoreReadOnly(StoreError, PermissionError):
+    """The store was opened read-only (an operator's view beside a live server)."""
 
 
 class StoreUnavailable(StoreError, ConnectionError):

@@ -167,7 +167,7 @@ class RedisRunStore(StoreBase):
         max_connections: pool size for reads and writes.
         max_followers: pool size for followers without a live stream (one
             connection each while waiting; more followers queue for a turn).
-        **options: ``clock``, ``poll_interval_s``, ``gap_timeout_s``.
+        **options: ``read_only``, ``clock``, ``poll_interval_s``, ``gap_timeout_s``.
     """
 
     def __init__(
@@ -217,7 +217,7 @@ class RedisRunStore(StoreBase):
         self._update_task = client.register_script(_UPDATE_TASK)
         self._create_task = client.register_script(_CREATE_TASK)
         self._is_open = True
-        return await self.mark_interrupted()
+        return [] if self.read_only else await self.mark_interrupted()
 
     async def close(self) -> None:
         """Close the connection pool; idempotent."""
@@ -249,6 +249,7 @@ class RedisRunStore(StoreBase):
 
     async def create_run(self, meta: RunMeta) -> RunRecord:
         """Store a new ``running`` run (raises RunExists if the id is taken)."""
+        self._writable()
         if not meta.run_id or not meta.tenant:
             raise ValueError("a run needs a non-empty run_id and tenant")
         now = self._now_us()
@@ -274,6 +275,7 @@ class RedisRunStore(StoreBase):
 
     async def append(self, run_id: str, events: Sequence[Event]) -> int:
         """Store events atomically (one script); see :meth:`RunStore.append`."""
+        self._writable()
         check_batch(run_id, events)
         tail = events[-1] if events else None
         if isinstance(tail, RunFinished):
@@ -305,6 +307,7 @@ class RedisRunStore(StoreBase):
 
     async def finish(self, run_id: str, outcome: Outcome) -> bool:
         """Close a running run with ``outcome`` (no event); False if already closed."""
+        self._writable()
         self._check_open()
         with _translated():
             code = await self._finish(
@@ -317,6 +320,7 @@ class RedisRunStore(StoreBase):
 
     async def mark_interrupted(self) -> list[str]:
         """Close this owner's ``running`` runs with a stored ``run.finished(interrupted)``."""
+        self._writable()
         with _translated():
             members = await self._redis.smembers(f"{self.prefix}running:{self.owner}")
         marked = []
@@ -450,6 +454,7 @@ class RedisRunStore(StoreBase):
 
     async def create_task(self, task: BackgroundTask) -> BackgroundTask:
         """Persist a new task; ``created_at``/``updated_at`` are set here."""
+        self._writable()
         if not task.task_id or not task.tenant or not task.kind:
             raise ValueError("a task needs a non-empty task_id, tenant and kind")
         now = self._now_us()
@@ -472,6 +477,7 @@ class RedisRunStore(StoreBase):
 
     async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
         """Apply ``update``; a task in a final status raises TaskAlreadyFinished."""
+        self._writable()
         if update.progress is not None and not 0.0 <= update.progress <= 1.0:
             raise ValueError("progress must be within [0, 1]")
         args: list[Any] = [

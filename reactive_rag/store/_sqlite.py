@@ -207,7 +207,7 @@ class SqliteRunStore(StoreBase):
         owner: see :class:`StoreBase`; one process per owner writes to a file.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
         busy_timeout_s: how long a write waits for another process's lock.
-        **options: ``clock``, ``poll_interval_s``, ``gap_timeout_s``.
+        **options: ``read_only``, ``clock``, ``poll_interval_s``, ``gap_timeout_s``.
     """
 
     def __init__(
@@ -242,6 +242,8 @@ class SqliteRunStore(StoreBase):
         """Open (creating the schema), then mark this owner's crashed runs interrupted."""
         if self._is_open:
             return []
+        if self.read_only and not self.path.exists():
+            raise StoreUnavailable(f"no run store at {self.path} (nothing was stored there yet)")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         writer, reader = _Connection("rr-store-w"), _Connection("rr-store-r")
         try:
@@ -254,7 +256,7 @@ class SqliteRunStore(StoreBase):
             raise
         self._writer, self._reader = writer, reader
         self._is_open = True
-        return await self.mark_interrupted()
+        return [] if self.read_only else await self.mark_interrupted()
 
     @staticmethod
     def _create_schema(conn: sqlite3.Connection) -> None:
@@ -299,6 +301,7 @@ class SqliteRunStore(StoreBase):
 
     async def create_run(self, meta: RunMeta) -> RunRecord:
         """Store a new ``running`` run (raises RunExists if the id is taken)."""
+        self._writable()
         if not meta.run_id or not meta.tenant:
             raise ValueError("a run needs a non-empty run_id and tenant")
         now = self._now_us()
@@ -320,6 +323,7 @@ class SqliteRunStore(StoreBase):
 
     async def append(self, run_id: str, events: Sequence[Event]) -> int:
         """Store events in one transaction; see :meth:`RunStore.append`."""
+        self._writable()
         check_batch(run_id, events)
         now = self._now_us()
         batch = list(events)
@@ -375,6 +379,7 @@ class SqliteRunStore(StoreBase):
 
     async def finish(self, run_id: str, outcome: Outcome) -> bool:
         """Close a running run with ``outcome`` (no event); False if already closed."""
+        self._writable()
         now = self._now_us()
 
         def do(conn: sqlite3.Connection) -> bool:
@@ -393,6 +398,7 @@ class SqliteRunStore(StoreBase):
 
     async def mark_interrupted(self) -> list[str]:
         """Close this owner's ``running`` runs with a stored ``run.finished(interrupted)``."""
+        self._writable()
         now = self._now_us()
         clock = self._clock
 
@@ -494,6 +500,7 @@ class SqliteRunStore(StoreBase):
 
     async def create_task(self, task: BackgroundTask) -> BackgroundTask:
         """Persist a new task; ``created_at``/``updated_at`` are set here."""
+        self._writable()
         if not task.task_id or not task.tenant or not task.kind:
             raise ValueError("a task needs a non-empty task_id, tenant and kind")
         now = self._now_us()
@@ -518,6 +525,7 @@ class SqliteRunStore(StoreBase):
 
     async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
         """Apply ``update``; a task in a final status raises TaskAlreadyFinished."""
+        self._writable()
         if update.progress is not None and not 0.0 <= update.progress <= 1.0:
             raise ValueError("progress must be within [0, 1]")
         now = self._now_us()
