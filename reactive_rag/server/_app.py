@@ -353,10 +353,14 @@ async def _json_body(request: web.Request, limit: int) -> Any:
     if ctype.split(";")[0].strip().lower() not in ("application/json", ""):
         raise make_problem(415, "unsupported_media_type")
     data = bytearray()
-    async for chunk in request.content.iter_chunked(16384):
-        data.extend(chunk)
-        if len(data) > limit:
-            raise make_problem(413, "body_too_large", f"at most {limit} bytes")
+    try:
+        async for chunk in request.content.iter_chunked(16384):
+            data.extend(chunk)
+            if len(data) > limit:
+                raise make_problem(413, "body_too_large", f"at most {limit} bytes")
+    except web.RequestPayloadError:  # e.g. a corrupt gzip body (Content-Encoding)
+        raise make_problem(400, "invalid_body",
+                           "the body could not be read (corrupt or wrongly encoded)") from None
     try:
         return json.loads(bytes(data))
     except (ValueError, RecursionError):

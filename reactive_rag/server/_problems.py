@@ -30,6 +30,7 @@ PROBLEM_CODES: dict[str, str] = {
     "run_not_found": "No such run",
     "collection_forbidden": "Collection not allowed",
     "invalid_json": "The request body is not valid JSON",
+    "invalid_body": "The request body could not be read (a corrupt compression)",
     "validation_failed": "The request is invalid",
     "body_too_large": "The request body is too large",
     "unsupported_media_type": "The request body must be application/json",

@@ -48,7 +48,7 @@ async def serve_ws(request: web.Request, ws: web.WebSocketResponse, feed: EventF
                 continue
             try:
                 data = json.loads(msg.data)
-            except ValueError:
+            except (ValueError, RecursionError):  # a deeply nested frame is just a bad message
                 data = None
             if isinstance(data, dict) and data.get("cancel") is True:
                 await ws.send_str(json.dumps({"type": "cancel.result", "cancelled": cancel()}))

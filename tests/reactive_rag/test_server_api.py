@@ -271,3 +271,36 @@ def test_public_names_are_exported() -> None:
     public = {n for n in dir(server) if not n.startswith("_")
               and not inspect.ismodule(getattr(server, n))}
     assert set(server.__all__) == public and len(server.__all__) == len(public)
+
+
+async def test_a_corrupt_gzip_body_is_a_json_problem_not_a_500(
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    async with serve(tmp_path, server_index) as client:
+        resp = await client.post("/v1/runs", data=b"\x1f\x8b\x08\x00 not gzip at all",
+                                 headers={"Content-Type": "application/json",
+                                          "Content-Encoding": "gzip"})
+        assert resp.status == 400
+        body = await resp.json(content_type=None)
+        assert body["code"] == "invalid_body"
+
+
+async def test_a_deeply_nested_websocket_frame_gets_an_error_and_the_session_goes_on(
+        tmp_path: Path, server_index: CorpusIndex) -> None:
+    GatedPlanner.gate = asyncio.Event()
+    try:
+        async with serve(tmp_path, server_index, planner=GatedPlanner) as client:
+            run_id = await start_run(client)
+            async with client.ws_connect(f"/v1/runs/{run_id}/ws") as ws:
+                await ws.send_str("[" * 2000 + "]" * 2000)
+                await ws.send_str(json.dumps({"cancel": True}))
+                replies = []
+                while len(replies) < 2:
+                    msg = await ws.receive(timeout=10)
+                    assert msg.type is aiohttp.WSMsgType.TEXT, msg
+                    data = json.loads(msg.data)
+                    if data.get("type") in ("error", "cancel.result"):
+                        replies.append(data)
+                assert replies[0]["code"] == "invalid_message"
+                assert replies[1] == {"type": "cancel.result", "cancelled": True}
+    finally:
+        GatedPlanner.gate = None
