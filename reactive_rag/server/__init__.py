@@ -10,7 +10,6 @@ from ._app import (
     ENGINE_KEY,
     MANAGER_KEY,
     STORE_KEY,
-    RedactingAccessLogger,
     create_app,
     make_store,
     request_tenant,
@@ -27,6 +26,7 @@ from ._exceptions import ConfigError, Problem, RateLimited, ServerError
 from ._feed import EventFeed, FeedStats
 from ._openapi import openapi_document
 from ._problems import PROBLEM_CODES
+from ._redact import RedactingAccessLogger
 from ._runs import ActiveRun, RunManager
 
 __all__ = [

@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from aiohttp import WSCloseCode, web
-from aiohttp.abc import AbstractAccessLogger
-from aiohttp.web_request import BaseRequest
 from pydantic import ValidationError
 
 from actors.models import OpenAIChatClient
@@ -45,6 +43,7 @@ from ._feed import EventFeed
 from ._models import RunRequest
 from ._openapi import openapi_document
 from ._problems import make_problem, problem_middleware, run_not_found
+from ._redact import RedactingAccessLogger, install_log_redaction
 from ._runs import RunManager
 from ._sse import serve_sse
 from ._ws import serve_ws
@@ -81,21 +80,6 @@ TENANT_KEY = web.RequestKey("tenant", Tenant)
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
 routes = web.RouteTableDef()
-
-
-class RedactingAccessLogger(AbstractAccessLogger):
-    """Access log lines with any ``access_token`` query value replaced by ``***``.
-
-    Browsers pass the bearer token in the query of SSE/WebSocket URLs; it
-    must never end up in a log file.
-    """
-
-    def log(self, request: BaseRequest, response: web.StreamResponse, time: float) -> None:
-        query = "&".join(f"{k}=***" if k == "access_token" else f"{k}={v}"
-                         for k, v in request.query.items())
-        target = request.path + (f"?{query}" if query else "")
-        self.logger.info('%s "%s %s" %s %s %.3fs', request.remote, request.method, target,
-                         response.status, response.body_length, time)
 
 
 def make_store(target: str, *, read_only: bool = False) -> RunStore:
@@ -479,6 +463,7 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
     app[INTERRUPTED_KEY] = []
     app.add_routes(routes)
     _mount_extras(app)
+    install_log_redaction()
     app.cleanup_ctx.append(_lifecycle(config, engine, store, research))
     app.on_shutdown.append(_close_websockets)
     return app

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +305,24 @@ async def test_a_deeply_nested_websocket_frame_gets_an_error_and_the_session_goe
                 assert replies[1] == {"type": "cancel.result", "cancelled": True}
     finally:
         GatedPlanner.gate = None
+
+
+@pytest.mark.parametrize("raw", [
+    b"GET /v1/runs?access_token=SECRET-Q1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+    b"SECRET-H1" + b"a" * 9000 + b"\r\n\r\n",
+    b"GET /v1/runs?access_token=SECRET-Q2 HTTP/1.1 extra\r\nHost: x\r\n\r\n",
+    b"GET /v1/ru\x01ns?access_token=SECRET-Q3 HTTP/1.1\r\nHost: x\r\n\r\n",
+])
+async def test_a_request_the_http_parser_rejects_never_logs_its_token(
+        tmp_path: Path, server_index: CorpusIndex, raw: bytes,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with serve(tmp_path, server_index) as client:
+        reader, writer = await asyncio.open_connection("127.0.0.1", client.port)
+        writer.write(raw)
+        await writer.drain()
+        reply = await reader.read(4096)
+        writer.close()
+    assert reply.startswith(b"HTTP/1.") and b" 400 " in reply.split(b"\r\n")[0]
+    assert "Error handling request" in caplog.text  # the rejection is still logged...
+    assert "SECRET" not in caplog.text  # ...without the token
