@@ -8,7 +8,7 @@ from functools import cached_property
 
 from streams import EvidenceChunk
 
-from ..text import chunk_text, normalize_url, simhash64
+from ..text import chunk_text, simhash64, url_key
 
 __all__ = ["ScrapedPage", "page_chunks", "page_doc_id", "text_fingerprint"]
 
@@ -48,11 +48,7 @@ class ScrapedPage:
 
 def page_doc_id(url: str) -> str:
     """``web:`` + a hash of the normalised URL, so ids are stable across runs."""
-    try:
-        key = normalize_url(url)
-    except ValueError:  # unparsable: the raw string still identifies it
-        key = url
-    digest = hashlib.blake2b(key.encode("utf-8"), digest_size=8).hexdigest()
+    digest = hashlib.blake2b(url_key(url).encode("utf-8"), digest_size=8).hexdigest()
     return f"web:{digest}"
 
 

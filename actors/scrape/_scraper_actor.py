@@ -19,7 +19,7 @@ from streams import Event, PageScraped, ScrapeFailed, ScrapeRequested
 
 from .._actor import Actor, error_info
 from .._runtime import ActorContext
-from ..text import normalize_url
+from ..text import url_key
 from ._exceptions import ExtractionFailed, FetchTimeout
 from ._extract import Extracted, ExtractorName, better, extraction_order, run_extractor
 from ._fetch import FetchConfig, Fetcher
@@ -171,10 +171,7 @@ class ScraperActor(Actor):
                             chunks=page.chunks)]
 
     async def _page(self, url: str, ctx: ActorContext) -> ScrapedPage:
-        try:
-            key = normalize_url(url)
-        except (ValueError, TypeError):
-            key = url
+        key = url_key(url)
         cached = self.pages.get(key)
         if cached is not None:
             return cached
@@ -196,10 +193,7 @@ class ScraperActor(Actor):
             raise
         fut.set_result(page)
         self.pages[key] = page
-        try:
-            final_key = normalize_url(page.final_url)
-        except (ValueError, TypeError):
-            final_key = page.final_url
+        final_key = url_key(page.final_url)
         self.pages.setdefault(final_key, page)
         self._inflight.pop(key, None)
         return page

@@ -17,7 +17,7 @@ from ._keywords import (
 from ._markup import CLEAN_MARKUP_VERSION, clean_markup, looks_like_code
 from ._periods import DEFAULT_RECENT_DAYS, AskedPeriod, asked_period, is_time_sensitive
 from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, simhash64
-from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url, url_host
+from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url, url_host, url_key
 
 __all__ = [
     "CLEAN_MARKUP_VERSION",
@@ -46,4 +46,5 @@ __all__ = [
     "stem",
     "tokenize",
     "url_host",
+    "url_key",
 ]

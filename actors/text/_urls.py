@@ -13,7 +13,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import idna
 
-__all__ = ["TRACKING_PARAMS", "TRACKING_PREFIXES", "normalize_url", "url_host"]
+__all__ = ["TRACKING_PARAMS", "TRACKING_PREFIXES", "normalize_url", "url_host", "url_key"]
 
 TRACKING_PARAMS: frozenset[str] = frozenset(
     {
@@ -166,3 +166,11 @@ def url_host(url: str) -> str:
     except ValueError:
         return ""
     return host.rstrip(".").lower().removeprefix("www.")
+
+
+def url_key(url: str) -> str:
+    """A URL as pages are compared: normalised, or the stripped raw string if unparsable."""
+    try:
+        return normalize_url(url)
+    except (ValueError, TypeError):
+        return url.strip()

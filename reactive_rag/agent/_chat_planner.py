@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from actors.models._chat import ChatModel, ChatResult, RawToolCall, function_tool
 from actors.models._chat_exceptions import ChatError
-from actors.text import normalize_url, url_host
+from actors.text import url_host, url_key
 from streams import EvidenceChunk, Feedback, FeedbackKind, SearchFilters, ToolCall
 
 from ._policy import Decision, PlannerView, QueryRecord
@@ -580,8 +580,8 @@ class ChatPlanner:
         out_of_scope = self.scope(chunk, view)
         if out_of_scope:
             return f"out of scope: {out_of_scope}"
-        page = _url_key(chunk.url)
-        if page in {_url_key(u) for u in view.pages}:
+        page = url_key(chunk.url)
+        if page in {url_key(u) for u in view.pages}:
             return f"the page of {chunk.id!r} is already open: its passages are in the evidence"
         if page in turn.pages:
             return f"the page of {chunk.id!r} is already being opened in this turn"
@@ -626,7 +626,7 @@ class ChatPlanner:
         new = list(view.evidence[self._shown :])
         queries = list(view.queries[self._queries_seen :])
         reads = list(view.reads[self._reads_seen :])
-        pages = [_url_key(u) for u in view.pages[self._pages_seen :]]
+        pages = [url_key(u) for u in view.pages[self._pages_seen :]]
         known = {c.id: c for c in view.evidence}
         self._mark_seen(view)
         by_call: dict[str, list[EvidenceChunk]] = {}
@@ -649,11 +649,11 @@ class ChatPlanner:
                     new = [c for c in new if c not in mine]
             elif p.call.tool == "scrape":
                 result = known.get(str(p.call.args["result_id"]))
-                page = _url_key(result.url) if result is not None else ""
+                page = url_key(result.url) if result is not None else ""
                 if page in pages:
                     pages.remove(page)
                     ran.add(p.call.id)
-                    mine = [c for c in new if not c.snippet and _url_key(c.url) == page]
+                    mine = [c for c in new if not c.snippet and url_key(c.url) == page]
                     by_call[p.call.id] = mine
                     new = [c for c in new if c not in mine]
         # feedback about one of our calls goes with that call's result; the rest is a note
@@ -774,14 +774,6 @@ def _describe(call: ToolCall, n: int) -> str:
 
 def _is_web(chunk: EvidenceChunk) -> bool:
     return chunk.url.lower().startswith(("http://", "https://"))
-
-
-def _url_key(url: str) -> str:
-    """A URL as the run compares pages (normalised; the raw string if it cannot be parsed)."""
-    try:
-        return normalize_url(url)
-    except (ValueError, TypeError):
-        return url.strip()
 
 
 def _label(chunk: EvidenceChunk) -> str:

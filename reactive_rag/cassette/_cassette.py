@@ -21,10 +21,10 @@ import datetime as dt
 import json
 import os
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, Literal, Self
+from typing import IO, Any, Literal, Self, TypeVar
 
 from pydantic import ValidationError
 
@@ -44,6 +44,7 @@ from ._format import (
     InteractionKind,
     RecordedHealth,
     canonical,
+    decode_error,
     describe_key,
     encode_error,
 )
@@ -52,6 +53,8 @@ from ._schedule import EdgeOperator, Turn, recording_gate, replay_gate
 from ._search import recording_searcher, replay_searcher
 
 __all__ = ["Cassette"]
+
+_T = TypeVar("_T")
 
 
 class Cassette:
@@ -329,6 +332,39 @@ class Cassette:
         self._unused.pop(rank, None)
         self._serve(rank)
         return interaction
+
+    async def tape(self, kind: InteractionKind, key: Mapping[str, Any], call: Awaitable[_T],
+                   encode: Callable[[_T], Mapping[str, Any]], *,
+                   deltas: Sequence[str] = ()) -> _T:
+        """Await ``call`` and record how it ended: its encoded result, its error, or a cut.
+
+        ``deltas`` may be filled while the call runs (streamed pieces); they are
+        recorded as they stand when it ends.
+        """
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            result = await call
+        except asyncio.CancelledError:
+            self.add(kind, key, cancelled=True, deltas=deltas, elapsed_s=loop.time() - started)
+            raise
+        except Exception as exc:
+            self.add(kind, key, error=exc, deltas=deltas, elapsed_s=loop.time() - started)
+            raise
+        self.add(kind, key, response=encode(result), deltas=deltas,
+                 elapsed_s=loop.time() - started)
+        return result
+
+    async def outcome(self, interaction: Interaction,
+                      error_root: type[Exception]) -> Mapping[str, Any]:
+        """A replayed interaction's response; a recorded cut or error is raised again."""
+        if interaction.cancelled:
+            await self.linger(interaction)
+            raise TimeoutError
+        if interaction.error is not None:
+            raise decode_error(interaction.error, error_root)
+        assert interaction.response is not None
+        return interaction.response
 
     async def linger(self, interaction: Interaction) -> None:
         """Replay a call the run gave up on: wait (bounded) for the caller to give up again."""

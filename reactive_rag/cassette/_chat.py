@@ -10,7 +10,6 @@ the model how many seconds are left, which a replay cannot repeat).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from actors.models import (
     Usage,
 )
 
-from ._format import decode_error, mask_volatile
+from ._format import mask_volatile
 
 if TYPE_CHECKING:
     from ._cassette import Cassette
@@ -104,26 +103,10 @@ class RecordingChatModel:
             if on_delta is not None:
                 on_delta(piece)
 
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-
-        def add(**outcome: Any) -> None:
-            self._cassette.add("chat", key, deltas=deltas, elapsed_s=loop.time() - started,
-                               **outcome)
-
-        try:
-            result = await self.inner.complete(
-                messages, tools=tools, tool_choice=tool_choice, timeout_s=timeout_s,
-                on_delta=tap, temperature=temperature, max_tokens=max_tokens,
-                response_format=response_format, stream=stream)
-        except asyncio.CancelledError:
-            add(cancelled=True)
-            raise
-        except Exception as exc:
-            add(error=exc)
-            raise
-        add(response=_result_json(result))
-        return result
+        return await self._cassette.tape("chat", key, self.inner.complete(
+            messages, tools=tools, tool_choice=tool_choice, timeout_s=timeout_s,
+            on_delta=tap, temperature=temperature, max_tokens=max_tokens,
+            response_format=response_format, stream=stream), _result_json, deltas=deltas)
 
 
 class ReplayChatModel:
@@ -155,10 +138,4 @@ class ReplayChatModel:
         if on_delta is not None:  # what streamed, also before a failure or a cut
             for piece in got.deltas:
                 on_delta(piece)
-        if got.cancelled:
-            await self._cassette.linger(got)
-            raise TimeoutError
-        if got.error is not None:
-            raise decode_error(got.error, ChatError)
-        assert got.response is not None
-        return _result(got.response)
+        return _result(await self._cassette.outcome(got, ChatError))

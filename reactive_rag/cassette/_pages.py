@@ -7,12 +7,9 @@ the page as the server sent it (decoded text), not our reading of it.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from actors.scrape import FetchConfig, FetchedPage, Fetcher, ScrapeError
-
-from ._format import decode_error
 
 if TYPE_CHECKING:
     from ._cassette import Cassette
@@ -40,25 +37,14 @@ class RecordingFetcher(Fetcher):
         await self.inner.close()
 
     async def fetch(self, url: str, *, deadline: float | None = None) -> FetchedPage:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        key = page_key(url)
+        return await self._cassette.tape("page", page_key(url),
+                                         self.inner.fetch(url, deadline=deadline), _page_json)
 
-        def add(**outcome: Any) -> None:
-            self._cassette.add("page", key, elapsed_s=loop.time() - started, **outcome)
 
-        try:
-            page = await self.inner.fetch(url, deadline=deadline)
-        except asyncio.CancelledError:
-            add(cancelled=True)
-            raise
-        except Exception as exc:
-            add(error=exc)
-            raise
-        add(response={"final_url": page.final_url, "status": page.status,
-                      "content_type": page.content_type, "charset": page.charset,
-                      "text": page.text, "redirects": page.redirects})
-        return page
+def _page_json(page: FetchedPage) -> dict[str, Any]:
+    return {"final_url": page.final_url, "status": page.status,
+            "content_type": page.content_type, "charset": page.charset,
+            "text": page.text, "redirects": page.redirects}
 
 
 class ReplayFetcher(Fetcher):
@@ -76,13 +62,7 @@ class ReplayFetcher(Fetcher):
 
     async def fetch(self, url: str, *, deadline: float | None = None) -> FetchedPage:
         got = await self._cassette.take("page", page_key(url))
-        if got.cancelled:
-            await self._cassette.linger(got)
-            raise TimeoutError
-        if got.error is not None:
-            raise decode_error(got.error, ScrapeError)
-        assert got.response is not None
-        r = got.response
+        r = await self._cassette.outcome(got, ScrapeError)
         text = str(r.get("text") or "")
         charset = str(r.get("charset") or "")
         status = r.get("status")

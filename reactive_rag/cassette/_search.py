@@ -28,7 +28,7 @@ from actors.providers import (
 from actors.search import Searcher, SearchOutcome, SeenUrls
 from streams import Hit, SearchFilters
 
-from ._format import ProviderSetup, WebSetup, canonical, decode_error
+from ._format import ProviderSetup, WebSetup, canonical
 
 if TYPE_CHECKING:
     from ._cassette import Cassette
@@ -167,18 +167,13 @@ class ReplayProvider(_Listeners):
         for change in got.health:
             self._tell(HealthChange(provider=change.provider, state=change.state,
                                     breaker=BreakerState(change.breaker), detail=change.detail))
-        if got.cancelled:
-            await self._cassette.linger(got)
-            raise TimeoutError
-        if got.error is not None:
-            raise decode_error(got.error, ProviderError)
-        assert got.response is not None
-        unapplied = got.response.get("unapplied")
+        response = await self._cassette.outcome(got, ProviderError)
+        unapplied = response.get("unapplied")
         if filters is not None and isinstance(unapplied, list):
             self._unapplied[canonical(_filters_json(filters))] = tuple(
                 UnappliedFilter(str(u["filter"]), str(u["reason"]))
                 for u in unapplied if isinstance(u, dict))
-        raw = got.response.get("hits")
+        raw = response.get("hits")
         return [Hit.model_validate(h) for h in (raw if isinstance(raw, list) else [])]
 
     def unapplied(self, filters: SearchFilters) -> tuple[UnappliedFilter, ...]:

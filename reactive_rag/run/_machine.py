@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from actors.rerank import Credibility
-from actors.text import normalize_url, url_host
+from actors.text import url_host, url_key
 from streams import (
     ActorFailed,
     AnswerabilityJudged,
@@ -133,18 +133,17 @@ class CallResult:
 
 @dataclass(frozen=True, slots=True)
 class InFlight:
-    """A dispatched tool call, at which stage, and its result once it has one."""
+    """A dispatched tool call, at which stage, and its result once it has one.
+
+    ``found`` gathers what the tool's reply showed (flagged results, feedback,
+    seen URLs) while its rerank is out; the result is ``found`` plus the chunks.
+    """
 
     call: ToolCall
     stage: Literal["tool", "rerank", "done"] = "tool"
-    hits: int = 0
     candidates: tuple[EvidenceChunk, ...] = ()
+    found: CallResult = CallResult()
     result: CallResult | None = None
-    pending: tuple[Event, ...] = ()  # facts found at the tool stage, published with the result
-    feedback: tuple[Feedback, ...] = ()
-    urls: frozenset[str] = frozenset()
-    spam_urls: frozenset[str] = frozenset()
-    spam_hosts: frozenset[str] = frozenset()
 
     @property
     def query(self) -> str:
@@ -283,14 +282,6 @@ def chunk_from_hit(hit: Hit) -> EvidenceChunk:
         position=hit.position, prev_id=hit.prev_id, next_id=hit.next_id,
         snippet=hit.content is None,
     )
-
-
-def url_key(url: str) -> str:
-    """A URL as the run compares it (normalised; the raw string if it cannot be parsed)."""
-    try:
-        return normalize_url(url)
-    except (ValueError, TypeError):
-        return url.strip()
 
 
 def _tick(state: RunState) -> BudgetTick:
@@ -591,90 +582,77 @@ def _on_acting(state: RunState, event: Event, out: list[Command]) -> _Step:
         return state, out  # a late reply, a duplicate, or not a tool fact
     flight = state.in_flight[i]
     tool, query = flight.call.tool, flight.query
+    found = flight.found
+
+    def note(kind: FeedbackKind, detail: str, **fields: str) -> Feedback:
+        return Feedback(kind=kind, detail=detail, tool=tool, call_id=flight.call.id, **fields)
+
+    def finish(*, feedback: tuple[Feedback, ...] = (), chunks: tuple[EvidenceChunk, ...] = (),
+               events: tuple[Event, ...] | None = None, failure: str = "",
+               spam: tuple[frozenset[str], frozenset[str]] | None = None) -> _Step:
+        """The call is done: its result is what it found, plus these (feedback appended)."""
+        done = replace(found, feedback=(*found.feedback, *feedback), chunks=chunks,
+                       events=found.events if events is None else events, failure=failure)
+        if spam is not None:
+            done = replace(done, spam_urls=spam[0], spam_hosts=spam[1])
+        return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
+
+    def rerank(candidates: tuple[EvidenceChunk, ...], against: str) -> _Step:
+        out.append(RerankRequested(call_id=flight.call.id, query=against,
+                                   candidates=candidates, k=state.budget.per_search_k))
+        return _with_flight(state, i, replace(flight, stage="rerank", candidates=candidates,
+                                              found=found)), out
+
     match event:
         case SearchCompleted() if flight.stage == "tool":
             hits, flags, notes = _soft_failures(state, flight, event.hits)
             spam_urls, spam_hosts = _spam_of(flags)
-            flight = replace(flight, pending=flags, feedback=notes, spam_urls=spam_urls,
-                             spam_hosts=spam_hosts)
-            urls = frozenset(url_key(h.url) for h in hits if h.url)
             candidates = _dedup(chunk_from_hit(h) for h in hits)
+            found = replace(found, events=flags, feedback=notes, hits=len(candidates),
+                            urls=frozenset(url_key(h.url) for h in hits if h.url),
+                            spam_urls=spam_urls, spam_hosts=spam_hosts)
             if not candidates:
                 detail = (f"search {query!r} returned nothing; rewrite it "
                           "(fewer or different words), do not repeat it")
-                done = CallResult(events=(*flags, LoopDetected(kind="empty", detail=detail,
-                                                               query=query)),
-                                  feedback=(*notes, Feedback(kind="empty", detail=detail,
-                                                             tool=tool, call_id=flight.call.id,
-                                                             query=query)),
-                                  urls=urls, spam_urls=flight.spam_urls,
-                                  spam_hosts=flight.spam_hosts)
-                return _settle(_with_flight(state, i, replace(flight, stage="done",
-                                                              result=done)), out)
+                return finish(events=(*flags, LoopDetected(kind="empty", detail=detail,
+                                                           query=query)),
+                              feedback=(note("empty", detail, query=query),))
             if event.unapplied:
-                flight = replace(flight, feedback=(*flight.feedback, Feedback(
-                    kind="unapplied_filter", tool=tool, call_id=flight.call.id, query=query,
-                    detail="filters not applied: " + "; ".join(event.unapplied))))
-            flight = replace(flight, stage="rerank", hits=len(candidates),
-                             candidates=candidates, urls=urls)
-            out.append(RerankRequested(call_id=flight.call.id, query=query or state.question,
-                                       candidates=candidates, k=state.budget.per_search_k))
-            return _with_flight(state, i, flight), out
+                found = replace(found, feedback=(*notes, note(
+                    "unapplied_filter", "filters not applied: " + "; ".join(event.unapplied),
+                    query=query)))
+            return rerank(candidates, query or state.question)
         case PageScraped() if flight.stage == "tool":
             candidates = _dedup(event.chunks)
             flags, notes = _page_spam(state, flight, event, candidates)
             if flags:  # a content farm behind a plausible snippet: nothing of it is used
-                spam_urls, spam_hosts = _spam_of(flags)
-                done = CallResult(events=flags, feedback=notes, spam_urls=spam_urls,
-                                  spam_hosts=spam_hosts)
-                return _settle(_with_flight(state, i, replace(flight, stage="done",
-                                                              result=done)), out)
+                return finish(events=flags, feedback=notes, spam=_spam_of(flags))
             if not candidates:
-                detail = f"page {event.url} had no readable text"
-                done = CallResult(feedback=(Feedback(kind="no_text", detail=detail, tool=tool,
-                                                     call_id=flight.call.id, url=event.url),))
-                return _settle(_with_flight(state, i, replace(flight, stage="done",
-                                                              result=done)), out)
-            flight = replace(flight, stage="rerank", hits=len(candidates), candidates=candidates)
-            out.append(RerankRequested(call_id=flight.call.id, query=state.question,
-                                       candidates=candidates, k=state.budget.per_search_k))
-            return _with_flight(state, i, flight), out
+                return finish(feedback=(note("no_text", f"page {event.url} had no readable text",
+                                             url=event.url),))
+            found = replace(found, hits=len(candidates))
+            return rerank(candidates, state.question)
         case ReadCompleted() if flight.stage == "tool":
-            feedback: tuple[Feedback, ...] = ()
-            if not event.chunks:
-                feedback = (Feedback(kind="empty", tool=tool, call_id=flight.call.id,
-                                     detail=f"nothing more to read around {event.chunk_id}"),)
-            done = CallResult(chunks=_dedup(event.chunks), feedback=feedback)
-            return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
+            empty = () if event.chunks else (
+                note("empty", f"nothing more to read around {event.chunk_id}"),)
+            return finish(chunks=_dedup(event.chunks), feedback=empty)
         case RerankCompleted() if flight.stage == "rerank":
-            feedback = flight.feedback
-            if not event.chunks:
-                feedback = (*feedback, Feedback(
-                    kind="below_floor", tool=tool, call_id=flight.call.id, query=query,
-                    url=str(flight.call.args.get("url", "")),
-                    detail=(f"nothing relevant for {query or 'the page'!r} "
-                            f"({event.below_floor} results under the relevance floor)")))
-            done = CallResult(chunks=event.chunks, feedback=feedback, events=flight.pending,
-                              hits=flight.hits, urls=flight.urls, spam_urls=flight.spam_urls,
-                              spam_hosts=flight.spam_hosts)
-            return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
+            below = () if event.chunks else (note(
+                "below_floor", f"nothing relevant for {query or 'the page'!r} "
+                f"({event.below_floor} results under the relevance floor)",
+                query=query, url=str(flight.call.args.get("url", ""))),)
+            return finish(chunks=event.chunks, feedback=below)
         case RerankFailed() if flight.stage == "rerank":
             # Degrade, do not lose the results: keep the best candidates by their own score.
             best = sorted(flight.candidates, key=lambda c: -(c.score or 0.0))
-            done = CallResult(
-                chunks=tuple(best[: state.budget.per_search_k]), events=flight.pending,
-                hits=flight.hits, urls=flight.urls, spam_urls=flight.spam_urls,
-                spam_hosts=flight.spam_hosts,
-                feedback=(*flight.feedback, Feedback(
-                    kind="failed", tool="rerank", call_id=flight.call.id, query=query,
-                    detail=f"reranker failed ({event.error.kind}); kept results unranked")))
-            return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
+            failed = Feedback(kind="failed", tool="rerank", call_id=flight.call.id, query=query,
+                              detail=f"reranker failed ({event.error.kind}); kept results "
+                                     "unranked")
+            return finish(chunks=tuple(best[: state.budget.per_search_k]), feedback=(failed,))
         case SearchFailed() | ReadFailed() | ScrapeFailed() if flight.stage == "tool":
             failure = f"{tool} {flight.call.id} failed: {event.error.kind}: {event.error.message}"
-            done = CallResult(failure=failure, feedback=(Feedback(
-                kind="failed", detail=failure, tool=tool, call_id=flight.call.id, query=query,
-                url=str(flight.call.args.get("url", ""))),))
-            return _settle(_with_flight(state, i, replace(flight, stage="done", result=done)), out)
+            return finish(failure=failure, feedback=(note(
+                "failed", failure, query=query, url=str(flight.call.args.get("url", ""))),))
     return state, out
 
 
