@@ -446,37 +446,34 @@ class OfflinePlanner:
         opened = set(view.pages)
         wanted = set(content_terms(view.question))
         held_pages = {c.url for c in view.evidence if not c.snippet and c.url}
-        picks: list[str] = []
-        seen_urls: set[str] = set()
-        # What the opened pages begin with: a result whose snippet repeats one is a copy
-        # of a page already read (a mirror), not worth a page of the budget.
-        known = [_opening(c.text) for c in view.evidence
-                 if c.url in opened or (c.url in held_pages and c.position == 0)]
-        # Best first by the reranker's score against the query that found it (a
-        # 20-word snippet covers few question words, so coverage ranks it poorly).
-        # A result whose title the pages already read name is the next hop of the
-        # question: it goes before results that only match the words searched.
-        read_text = normalize_query(" ".join(c.text for c in view.evidence if not c.snippet))
-
-        # And a result the final pick would hand the writer is worth reading whole.
+        candidates = [c for c in view.evidence if c.snippet and c.url not in opened
+                      and c.url not in held_pages and url_host(c.url) not in self._excluded
+                      # the snippet must say something about the question
+                      and wanted & (_chunk_terms(c) | set(content_terms(c.title)))]
+        if not candidates:
+            return []  # (a local-only run never gets further)
+        # Order: results the final pick would hand the writer (worth reading whole),
+        # then results whose title a page already read names (the question's next hop),
+        # then the reranker's score against the query that found them (a 20-word
+        # snippet covers few question words, so coverage would rank it poorly).
         pool = sorted(view.evidence, key=lambda c: -(c.score or 0.0))
         picked = {c.id for c in select_evidence(view.question, pool,
                                                 [q.query for q in view.queries])}
+        read_text = normalize_query(" ".join(c.text for c in view.evidence if not c.snippet))
 
         def priority(c: EvidenceChunk) -> tuple[bool, bool, float]:
             named = bool(read_text) and _mentions(read_text, _title_keys(c.title))
             return (c.id not in picked, not named, -(c.score or 0.0))
 
-        snippets = sorted((c for c in view.evidence if c.snippet), key=priority)
-        for c in snippets:
-            if c.url in opened or c.url in held_pages or c.url in seen_urls:
-                continue
-            if url_host(c.url) in self._excluded:
-                continue  # a host that served spam in this run
-            if not wanted & (_chunk_terms(c) | set(content_terms(c.title))):
-                continue  # the snippet says nothing about the question
+        # What the opened pages begin with: a result whose snippet repeats one is a copy
+        # of a page already read (a mirror), not worth a page of the budget.
+        known = [_opening(c.text) for c in view.evidence
+                 if c.url in opened or (c.url in held_pages and c.position == 0)]
+        picks: list[str] = []
+        seen_urls: set[str] = set()
+        for c in sorted(candidates, key=priority):
             start = _opening(c.text)
-            if any(_same_text(start, k) for k in known):
+            if c.url in seen_urls or any(_same_text(start, k) for k in known):
                 continue
             known.append(start)
             seen_urls.add(c.url)
