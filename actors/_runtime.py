@@ -126,6 +126,9 @@ class ActorRun:
         deadline_s: wall-clock budget; at the deadline ``budget.exhausted``
             (``wall_clock``) is published, and if nothing ends the run within
             ``grace_s`` after it, the run ends as ``failed``.
+        elapsed_s: wall-clock time the run already used before this runtime
+            (a run resumed after a crash): the deadline comes that much sooner,
+            at once if the budget is spent.
         stop_timeout_s: how long ``on_stop`` hooks may take at teardown.
 
     Leaving the ``async with`` block before the run finished cancels it. Events
@@ -142,6 +145,7 @@ class ActorRun:
         deadline_s: float | None = None,
         grace_s: float = 2.0,
         stop_timeout_s: float = 2.0,
+        elapsed_s: float = 0.0,
     ) -> None:
         self.stream = stream if isinstance(stream, RunStream) else RunStream(stream)
         names = [a.name for a in actors]
@@ -158,9 +162,12 @@ class ActorRun:
                 raise ValueError(f"edges name unknown actors: {sorted(unknown)}")
         if deadline_s is not None and deadline_s <= 0:
             raise ValueError("deadline_s must be positive")
+        if elapsed_s < 0:
+            raise ValueError("elapsed_s must not be negative")
         self._actors = list(actors)
         self._edges = dict(edges) if edges else {}
         self._deadline_s = deadline_s
+        self._elapsed_s = elapsed_s
         self._grace_s = grace_s
         self._stop_timeout_s = stop_timeout_s
         self._mailboxes: list[_Mailbox] = []
@@ -190,7 +197,7 @@ class ActorRun:
         self._started = True
         self._loop = loop = asyncio.get_running_loop()
         if self._deadline_s is not None:
-            self._deadline = loop.time() + self._deadline_s
+            self._deadline = loop.time() + self._deadline_s - self._elapsed_s
         try:
             for actor in self._actors:
                 box = _Mailbox(actor)

@@ -9,7 +9,10 @@ Rows (all measured in this run, on this machine):
   reachable (``REACTIVE_RAG_TEST_REDIS_URL``, else ``scripts/start-test-services.sh``
   is tried);
 - attach latency: from ``attach(after_seq=0)`` on a live run with a stored
-  tail until the attacher has caught up with the live edge.
+  tail until the attacher has caught up with the live edge;
+- the cost of commit-before-deliver: p50/p99 ms from publish to a client for
+  events taken straight off the stream (the baseline) and for committed events
+  through ``attach`` (what clients get), the same events of one run.
 
 With ``--json`` the last line is one JSON object with ``sqlite_events_per_s``,
 ``redis_events_per_s`` (null without a server), ``attach_ms`` and the rest.
@@ -33,7 +36,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reactive_rag.store import Recorder, RedisRunStore, RunMeta, RunStore, SqliteRunStore
-from streams import RunFinished, RunStarted, RunStream, SearchRequested
+from streams import Event, EventBridge, RunFinished, RunStarted, RunStream, SearchRequested
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -116,7 +119,7 @@ async def attach_ms(store: RunStore, tail: int, samples: int) -> list[float]:
         await recorder.flush()
         edge = stream.last_seq
         start = time.perf_counter()
-        events = store.attach(stream.run_id, 0, stream)
+        events = store.attach(stream.run_id, 0)
         async with contextlib.aclosing(events):  # type: ignore[type-var]
             async for event in events:
                 if event.seq == edge:
@@ -125,6 +128,54 @@ async def attach_ms(store: RunStore, tail: int, samples: int) -> list[float]:
         stream.publish(RunFinished(outcome="answered"))
         await recorder.aclose()
     return times
+
+
+async def delivery_latency_ms(store: RunStore, events: int) -> dict[str, float]:
+    """p50/p99 ms from publish to a client, committed-only vs straight off the stream.
+
+    One run, two consumers at once: one takes events off the stream before
+    they are stored (what a client got before commit-before-deliver), the
+    other through ``store.attach`` (committed events only, today's contract).
+    Events are published in bursts of 5 with 1 ms pauses, like a busy run.
+    """
+    stream = RunStream(f"lat-{uuid.uuid4().hex[:8]}", keep_history=False)
+    published: dict[int, float] = {}
+    seen: dict[str, dict[int, float]] = {"uncommitted": {}, "committed": {}}
+    async with Recorder(store, stream, RunMeta(stream.run_id, "bench", "q")) as recorder:
+        stream.publish(RunStarted(question="q"))
+        await recorder.flush()
+        bridge: EventBridge[Event] = EventBridge(events + 10)
+        subscription = stream.subscribe(bridge.push, name="uncommitted")
+
+        async def uncommitted() -> None:
+            while (event := await bridge.get()) is not None:
+                seen["uncommitted"][event.seq] = time.perf_counter()
+                if isinstance(event, RunFinished):
+                    return
+
+        async def committed() -> None:
+            attached = store.attach(stream.run_id, 1)
+            async with contextlib.aclosing(attached):  # type: ignore[type-var]
+                async for event in attached:
+                    seen["committed"][event.seq] = time.perf_counter()
+
+        consumers = [asyncio.create_task(uncommitted()), asyncio.create_task(committed())]
+        await asyncio.sleep(0.05)
+        for i in range(events):
+            event = stream.publish(SearchRequested(query=f"q{i}"))
+            published[event.seq] = time.perf_counter()
+            if i % 5 == 4:
+                await asyncio.sleep(0.001)
+        end = stream.publish(RunFinished(outcome="answered"))
+        published[end.seq] = time.perf_counter()
+        await asyncio.gather(*consumers)
+        subscription.dispose()
+    result = {}
+    for name, times in seen.items():
+        lags = sorted((times[seq] - t0) * 1000 for seq, t0 in published.items())
+        result[f"{name}_p50_ms"] = lags[len(lags) // 2]
+        result[f"{name}_p99_ms"] = lags[min(len(lags) - 1, int(len(lags) * 0.99))]
+    return result
 
 
 async def replay_events_per_s(store: RunStore, events: int) -> float:
@@ -148,11 +199,23 @@ async def bench_backend(store: RunStore, args: argparse.Namespace) -> dict[str, 
         }
         times = await attach_ms(store, args.tail, args.samples)
         result["attach_ms"] = statistics.median(times)
+        result.update(await delivery_latency_ms(store, args.latency_events))
         if isinstance(store, RedisRunStore) and store._client is not None:
             keys = [k async for k in store._client.scan_iter(match=f"{store.prefix}*")]
             for i in range(0, len(keys), 500):
                 await store._client.delete(*keys[i:i + 500])
     return result
+
+
+def latency_rows(backend: str, figures: dict[str, float]) -> list[tuple[str, float, float | None]]:
+    """Delivery latency rows: before commit is the baseline, committed-only the ratio."""
+    rows: list[tuple[str, float, float | None]] = []
+    for q in ("p50", "p99"):
+        before, after = figures[f"uncommitted_{q}_ms"], figures[f"committed_{q}_ms"]
+        rows += [(f"{backend}: event to client, before commit, {q} (ms)", before, 1.0),
+                 (f"{backend}: event to client, committed only, {q} (ms)", after,
+                  after / before if before else None)]
+    return rows
 
 
 async def main() -> None:
@@ -161,6 +224,8 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=8, help="concurrent runs")
     parser.add_argument("--tail", type=int, default=1000, help="stored tail for attach")
     parser.add_argument("--samples", type=int, default=15, help="attach samples")
+    parser.add_argument("--latency-events", type=int, default=2000,
+                        help="events of the delivery-latency run")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -183,6 +248,7 @@ async def main() -> None:
          sqlite["events_per_s"] / sqlite["baseline_per_event_events_per_s"]),
         ("sqlite: replay (events/s)", sqlite["replay_events_per_s"], None),
         (f"sqlite: attach to live edge, {args.tail} stored (ms)", sqlite["attach_ms"], None),
+        *latency_rows("sqlite", sqlite),
     ]
     if redis is not None:
         rows += [
@@ -191,6 +257,7 @@ async def main() -> None:
              redis["events_per_s"] / redis["baseline_per_event_events_per_s"]),
             ("redis: replay (events/s)", redis["replay_events_per_s"], None),
             (f"redis: attach to live edge, {args.tail} stored (ms)", redis["attach_ms"], None),
+            *latency_rows("redis", redis),
         ]
     print(f"run store benchmark: {args.runs} concurrent runs x {args.events} events")
     print(f"{'measure':<52} {'value':>12} {'ratio':>8}")
@@ -209,6 +276,9 @@ async def main() -> None:
             "sqlite_replay_events_per_s": round(sqlite["replay_events_per_s"], 1),
             "publish_us_bare": round(bare, 3),
             "publish_us_with_recorder": round(recorded, 3),
+            **{f"{backend}_{key}": round(value, 3)
+               for backend, figures in (("sqlite", sqlite), ("redis", redis or {}))
+               for key, value in figures.items() if key.startswith(("uncommitted", "committed"))},
         }))
 
 

@@ -12,6 +12,7 @@ __all__ = ["main"]
 def _parser() -> argparse.ArgumentParser:
     from ._cli_ask import add_ask_commands
     from ._cli_index import add_index_commands
+    from ._cli_resume import add_resume_commands
     from ._cli_serve import add_serve_commands
 
     parser = argparse.ArgumentParser(
@@ -22,6 +23,7 @@ def _parser() -> argparse.ArgumentParser:
     add_ask_commands(sub)
     add_index_commands(sub)
     add_serve_commands(sub)
+    add_resume_commands(sub)
     return parser
 
 

@@ -46,7 +46,8 @@ from .cassette import (
 from .index import STDLIB_COLLECTION, CorpusIndex
 from .run import Budget, RunConfigError
 
-__all__ = ["DEMO_QUESTION", "add_ask_commands", "credibility_from", "render_result", "result_json"]
+__all__ = ["DEMO_QUESTION", "add_ask_commands", "credibility_from", "render_result",
+           "report_result", "result_json"]
 
 DEMO_QUESTION = "How can I cache the results of an expensive function call?"
 
@@ -127,7 +128,12 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     except RunConfigError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         return 2
-    if args.json:
+    return report_result(result, console, as_json=args.json)
+
+
+def report_result(result: RunResult, console: Console, *, as_json: bool) -> int:
+    """Print a finished run (rendered, or one JSON object); its exit status."""
+    if as_json:
         print(json.dumps(result_json(result), ensure_ascii=False))
     else:
         render_result(result, console)

@@ -7,8 +7,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import signal
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -20,6 +22,10 @@ from ._cli_ask import render_result
 from ._console import EventPrinter
 from ._engine import RunResult
 from .store import RunNotFound, RunStore
+
+if TYPE_CHECKING:
+    from aiohttp import web
+    from aiohttp.abc import AbstractAccessLogger
 
 __all__ = ["add_serve_commands"]
 
@@ -35,6 +41,9 @@ def add_serve_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     serve.add_argument("--config", default=None, help="TOML config file (tenants, store...)")
     serve.add_argument("--store", default=None,
                        help="SQLite path or redis:// URL (default $REACTIVE_RAG_HOME/runs.db)")
+    serve.add_argument("--owner", default=None,
+                       help="this server's stable name among the store's writers "
+                            "(default: a unique id per process)")
     serve.set_defaults(func=_cmd_serve)
     runs = subparsers.add_parser("runs", help="list stored runs, newest first")
     runs.add_argument("--limit", type=int, default=20)
@@ -59,13 +68,11 @@ def _config(args: argparse.Namespace, **overrides: Any) -> Any:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from aiohttp import web
-
     from .server import ConfigError, RedactingAccessLogger, create_app
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
-        config = _config(args, host=args.host, port=args.port)
+        config = _config(args, host=args.host, port=args.port, owner=args.owner)
         app = create_app(config)  # builds each tenant's searcher and chat client, or refuses
     except ConfigError as exc:
         # escaped: messages name TOML tables ("[search]"), which are not markup
@@ -75,11 +82,44 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         logging.getLogger("reactive_rag.server").warning(
             "host %s ignored: without tenants the server only listens on 127.0.0.1",
             config.host)
-    web.run_app(app, host=config.bind_host, port=config.port,
-                access_log_class=RedactingAccessLogger,
-                print=lambda msg: logging.getLogger("reactive_rag.server").info(
-                    "%s (store: %s)", msg.strip(), config.store_target()))
+    _run_app(app, host=config.bind_host, port=config.port,
+             access_log_class=RedactingAccessLogger,
+             print=lambda msg: logging.getLogger("reactive_rag.server").info(
+                 "%s (store: %s)", msg.strip(), config.store_target()))
     return 0
+
+
+def _run_app(app: web.Application, *, host: str, port: int,
+             access_log_class: type[AbstractAccessLogger],
+             print: Callable[[str], None]) -> None:
+    """``web.run_app``, served by :class:`~reactive_rag.server.ProblemAppRunner`.
+
+    ``web.run_app`` builds its own ``AppRunner``, whose connections answer a
+    request aiohttp's parser rejects with ``text/plain``; this one answers
+    them as JSON problems. Same defaults as ``run_app`` (keep-alive 75 s,
+    shutdown timeout 60 s) and the same exit: SIGINT or SIGTERM stops
+    listening, closes the app (runs cancelled, store closed) and returns.
+    """
+    from aiohttp.web import TCPSite
+
+    from .server import ProblemAppRunner
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        runner = ProblemAppRunner(app, access_log_class=access_log_class, keepalive_timeout=75.0)
+        await runner.setup()
+        try:
+            site = TCPSite(runner, host, port)
+            await site.start()
+            print(f"======== Running on {site.name} ========\n(Press CTRL+C to quit)")
+            await stop.wait()
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(serve())
 
 
 async def _open_store(args: argparse.Namespace) -> RunStore:

@@ -30,6 +30,7 @@ from streams import (
     RerankCompleted,
     RunFallback,
     RunFinished,
+    RunResumed,
     RunStarted,
     ScrapeFailed,
     ScrapeRequested,
@@ -132,6 +133,9 @@ def summarize(event: Event) -> str:
             return f"{event.subscriber}: {event.reason}"
         case RunFallback():
             return f"{event.from_mode} -> {event.to_mode}: {event.reason}"
+        case RunResumed():
+            return _short(f"after seq {event.after_seq} (attempt {event.attempt}, "
+                          f"{event.elapsed_s:.1f}s used before): {event.reason}", 90)
         case RunFinished():
             return f"{event.outcome.upper()} {_short(event.reason, 70)}"
     return ""

@@ -5,6 +5,11 @@ embedder, the reranker, the searcher's providers); each run gets fresh actors
 with per-run state. A run is a task owned by the engine, not by whoever
 watches it: a subscriber (a terminal, a browser) can come and go, and the run
 goes on until it finishes, is cancelled, or its budget ends it.
+
+A run interrupted by a crash is resumed from its stored events
+(:meth:`Engine.resume`): fresh actors rebuild their state from the log, the
+pure machine is rebuilt by replaying it, and the run goes on to one terminal
+event with what was left of its wall-clock budget.
 """
 
 from __future__ import annotations
@@ -15,25 +20,29 @@ import dataclasses
 import functools
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from actors import Actor, ActorRun, EdgeOperator
+from actors import Actor, ActorContext, ActorRun, EdgeOperator
 from actors.models import Embedder
 from actors.providers import SearchProvider
 from actors.rerank import Credibility, Reranker, RerankerActor
 from actors.scrape import ScraperActor
-from actors.search import Searcher, SearcherActor
+from actors.search import Searcher, SearcherActor, SeenUrls
 from streams import (
     Claim,
     Event,
     EvidenceChunk,
     EvidenceRegistered,
     Outcome,
+    PageScraped,
+    RunCancelRequested,
     RunFinished,
+    RunResumed,
     RunStarted,
     RunStream,
+    SearchCompleted,
 )
 
 from ._reader import ReaderActor
@@ -111,6 +120,10 @@ class RunResult:
         ``elapsed_s`` defaults to the time between the first and last event;
         citations are weighed with ``credibility`` (default: the built-in table).
 
+        A resumed run's log holds the ``run.finished(interrupted)`` of each
+        crash: the result is the last ``run.finished``'s, with the evidence of
+        the whole log (before and after each resume).
+
         Raises:
             ValueError: the events hold no ``run.finished`` (the run is still going).
         """
@@ -168,6 +181,14 @@ class RunHandle:
                 return True
             return False
         return self._run.cancel(reason)
+
+    def fail(self, reason: str) -> bool:
+        """End the run ``failed`` with ``reason`` (e.g. its store stopped taking its events)."""
+        if self.stream.finished is not None:
+            return False
+        if self._run is None:
+            return self.cancel(reason)  # not started yet: nothing ran, nothing to fail
+        return self._run.finish("failed", reason=reason)
 
     @property
     def done(self) -> bool:
@@ -314,10 +335,15 @@ class Engine:
         handle = RunHandle(run_id, stream)
         session_kbs: list[SessionKnowledgeBase] = []
         actors = self._actors(run_id, question, mode, limits, collections, session_kbs)
-        handle._task = asyncio.get_running_loop().create_task(
-            self._drive(handle, actors, question, mode, limits, collections, edges, session_kbs),
-            name=f"run:{run_id}")
-        self._runs[run_id] = handle
+        return self._launch(handle, self._drive(handle, actors, question, mode, limits,
+                                                collections, edges, session_kbs))
+
+    def _launch(self, handle: RunHandle,
+                drive: Coroutine[Any, Any, RunResult]) -> RunHandle:
+        """Run ``drive`` as the handle's task, listed in :attr:`runs` while it goes."""
+        handle._task = asyncio.get_running_loop().create_task(drive,
+                                                              name=f"run:{handle.run_id}")
+        self._runs[handle.run_id] = handle
         # A finished run leaves the engine's table by itself (its events stay in
         # the handle and in any store), so a long-lived engine does not grow.
         def leave(_task: asyncio.Task[RunResult]) -> None:
@@ -325,6 +351,100 @@ class Engine:
 
         handle._task.add_done_callback(leave)
         return handle
+
+    def resume(
+        self,
+        events: Sequence[Event],
+        *,
+        reason: str = "resumed from the stored events after a crash",
+        edges: Mapping[str, Sequence[EdgeOperator]] | None = None,
+    ) -> RunHandle:
+        """Resume a run interrupted by a crash from its stored events; return its handle at once.
+
+        ``events`` is the run's whole stored log (``seq`` 1..n), ending with the
+        ``run.finished(interrupted)`` crash recovery wrote. Question, mode,
+        collections and budget come from its ``run.started``. Fresh actors
+        rebuild their per-run state from the log (the controller by folding it
+        through the pure machine, the others with ``restore(events)``); then
+        ``run.resumed`` is published as the first new event (``seq`` after
+        the stored ones), the commands still awaiting a reply are issued
+        again, and the run goes on to exactly one new ``run.finished``. Time
+        used before the crash counts against the wall-clock budget: a run
+        with none left goes straight to its finalizer; one whose log holds a
+        ``run.cancel_requested`` (the cancel had won, only its terminal was
+        lost) ends ``cancelled``. ``edges`` apply to the events after the
+        resume.
+
+        Raises:
+            RunConfigError: the log has no ``run.started``, does not end with
+                an ``interrupted`` ``run.finished``, is not 1..n without a gap,
+                names a collection that is not indexed or a budget this
+                version does not know, or the run is already going here
+                (nothing is started).
+        """
+        log = list(events)
+        started = next((e for e in log if isinstance(e, RunStarted)), None)
+        if started is None:
+            raise RunConfigError("the log has no run.started: there is no run to resume")
+        run_id = started.run_id
+        last = log[-1]
+        if not isinstance(last, RunFinished):
+            raise RunConfigError(f"run {run_id!r} has not ended (its log does not end with "
+                                 "run.finished): only an interrupted run can be resumed")
+        if last.outcome != "interrupted":
+            raise RunConfigError(f"run {run_id!r} ended {last.outcome}: only an interrupted "
+                                 "run can be resumed")
+        mode: Mode = "rag" if started.mode == "rag" else "agent"
+        if started.mode not in ("agent", "rag"):
+            raise RunConfigError(f"run {run_id!r} has mode {started.mode!r}, which this "
+                                 "engine cannot run")
+        stored_budget = started.options.get("budget") or {}
+        try:
+            if not isinstance(stored_budget, dict):
+                raise TypeError("the stored budget is not a mapping")
+            limits = Budget().with_overrides(dict(stored_budget))
+        except (ValueError, TypeError) as exc:
+            raise RunConfigError(f"run {run_id!r}: its stored budget cannot be used: "
+                                 f"{exc}") from exc
+        collections = tuple(started.collections)
+        missing = [c for c in collections if not self.index.exists(c)]
+        if missing or not collections:
+            known = ", ".join(self.index.collections()) or "none"
+            raise RunConfigError(f"run {run_id!r} searches collection(s) "
+                                 f"{missing or '(none)'} that are not indexed here; "
+                                 f"indexed: {known}")
+        if run_id in self._runs:
+            raise RunConfigError(f"run {run_id!r} is already going here")
+        try:
+            stream = RunStream.continuing(run_id, log)
+        except ValueError as exc:
+            raise RunConfigError(f"run {run_id!r}: {exc}") from exc
+        handle = RunHandle(run_id, stream)
+        session_kbs: list[SessionKnowledgeBase] = []
+        actors = self._actors(run_id, started.question, mode, limits, collections, session_kbs)
+        controller = next(a for a in actors if isinstance(a, RunController))
+        _restore(actors, log)
+        # The time the run had used: up to its last event before the crash (the
+        # interrupted terminal is written later, by recovery), on the machine's
+        # clock, which an earlier resume moved past that crash's downtime.
+        before = log[-2] if len(log) > 1 else started
+        started_ts = controller.state.started_ts or started.ts
+        elapsed = max(0.0, before.ts - started_ts) if before.ts and started_ts else 0.0
+        attempt = 1 + sum(1 for e in log if isinstance(e, RunResumed))
+        # A cancel asked before the crash had won the run's end; only its terminal was lost.
+        asked = next((e for e in reversed(log) if isinstance(e, RunCancelRequested)), None)
+
+        def begin(run: ActorRun) -> None:
+            resumed = run.publish(RunResumed(after_seq=last.seq, reason=reason, attempt=attempt,
+                                             elapsed_s=round(elapsed, 3)))
+            if asked is not None:
+                run.cancel(asked.reason or "cancelled before the crash")
+            elif isinstance(resumed, RunResumed):
+                controller.resume(ActorContext(run, controller), resumed)
+
+        return self._launch(handle, self._drive(
+            handle, actors, started.question, mode, limits, collections, edges, session_kbs,
+            begin=begin, elapsed_s=elapsed))
 
     async def ask(self, question: str, **options: Any) -> RunResult:
         """Start a run and wait for its result."""
@@ -376,15 +496,21 @@ class Engine:
     async def _drive(self, handle: RunHandle, actors: list[Actor], question: str, mode: Mode,
                      budget: Budget, collections: tuple[str, ...],
                      edges: Mapping[str, Sequence[EdgeOperator]] | None,
-                     session_kbs: Sequence[SessionKnowledgeBase] = ()) -> RunResult:
+                     session_kbs: Sequence[SessionKnowledgeBase] = (), *,
+                     begin: Callable[[ActorRun], None] | None = None,
+                     elapsed_s: float = 0.0) -> RunResult:
         t0 = time.perf_counter()
         run = ActorRun(handle.stream, actors, edges=edges, deadline_s=budget.wall_s,
-                       grace_s=budget.finalize_s)
+                       grace_s=budget.finalize_s, elapsed_s=elapsed_s)
         try:
             async with run:
                 handle._run = run
-                run.publish(RunStarted(question=question, mode=mode, collections=collections,
-                                       options={"budget": _budget_dict(budget)}))
+                if begin is None:
+                    run.publish(RunStarted(question=question, mode=mode,
+                                           collections=collections,
+                                           options={"budget": _budget_dict(budget)}))
+                else:  # a resumed run: run.resumed and what it re-issues
+                    begin(run)
                 if handle._cancel_reason is not None:
                     run.cancel(handle._cancel_reason)
                 await run.wait()
@@ -418,6 +544,28 @@ class Engine:
 
 def _budget_dict(budget: Budget) -> dict[str, Any]:
     return dataclasses.asdict(budget)
+
+
+def _restore(actors: Sequence[Actor], events: Sequence[Event]) -> None:
+    """Give a resumed run's fresh actors the per-run state the stored events imply.
+
+    The controller folds the log through the machine; planner, selector,
+    writer and verifier rebuild their views (``restore``); the searcher's
+    seen URLs are the web results the log's searches returned, and the reader
+    knows the pages the run opened. Reranker and scraper keep no per-run state.
+    """
+    for actor in actors:
+        restore = getattr(actor, "restore", None)
+        if callable(restore):
+            restore(events)
+        elif isinstance(actor, SearcherActor):
+            actor.seen = SeenUrls(hit.url for e in events if isinstance(e, SearchCompleted)
+                                  for hit in e.hits if hit.chunk_id is None)
+        elif isinstance(actor, ReaderActor):
+            for event in events:
+                if isinstance(event, PageScraped):
+                    for chunk in event.chunks:
+                        actor.page_chunks.setdefault(chunk.id, chunk)
 
 
 

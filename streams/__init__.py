@@ -4,6 +4,7 @@ Knows nothing of actors or retrieval; everything above builds on these contracts
 """
 
 from . import operators
+from ._bridge import BridgeClosed, EventBridge
 from ._buffer import EventBuffer, OverflowPolicy
 from ._codec import decode_json, decode_msgpack, encode_json, encode_msgpack, event_from_dict
 from ._events import (
@@ -48,6 +49,7 @@ from ._events import (
     RunCancelRequested,
     RunFallback,
     RunFinished,
+    RunResumed,
     RunStarted,
     ScrapeFailed,
     ScrapeRequested,
@@ -83,6 +85,7 @@ __all__ = [
     "AnswerVerified",
     "AnswerabilityJudged",
     "AsyncSubscriber",
+    "BridgeClosed",
     "BudgetExhausted",
     "BudgetTick",
     "Claim",
@@ -94,6 +97,7 @@ __all__ = [
     "EncodeError",
     "ErrorInfo",
     "Event",
+    "EventBridge",
     "EventBuffer",
     "EvidenceChunk",
     "EvidenceRegistered",
@@ -122,6 +126,7 @@ __all__ = [
     "RunCancelRequested",
     "RunFallback",
     "RunFinished",
+    "RunResumed",
     "RunStarted",
     "RunStream",
     "ScrapeFailed",

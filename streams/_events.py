@@ -60,6 +60,7 @@ __all__ = [
     "RunCancelRequested",
     "RunFallback",
     "RunFinished",
+    "RunResumed",
     "RunStarted",
     "ScrapeFailed",
     "ScrapeRequested",
@@ -319,6 +320,25 @@ class RunFinished(Event):
     reason: str = ""
     answer: str = ""
     claims: tuple[Claim, ...] = ()
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class RunResumed(Event):
+    """A run interrupted by a crash goes on from its stored log.
+
+    The first event after the stored ``run.finished(interrupted)``
+    (``after_seq``): the run's state was rebuilt by replaying its events, the
+    commands still awaiting a reply are issued again, and the run continues to
+    one new ``run.finished``. ``elapsed_s`` is the wall-clock time the run had
+    used before the crash: it counts against the budget, the downtime does not.
+    ``attempt`` counts the resumes of this run (1 for the first).
+    """
+
+    type: Literal["run.resumed"] = "run.resumed"
+    after_seq: int
+    reason: str = ""
+    attempt: int = 1
+    elapsed_s: float = 0.0
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
@@ -759,6 +779,7 @@ for _cls in (
     RunStarted,
     RunCancelRequested,
     RunFinished,
+    RunResumed,
     RunFallback,
     ActorFailed,
     SubscriberDetached,

@@ -91,6 +91,40 @@ class RunStream:
         self._detached: list[tuple[str, str]] = []
         self._taps: dict[str, tuple[_Tap, ...]] = {}
 
+    @classmethod
+    def continuing(
+        cls,
+        run_id: str,
+        events: Sequence[Event],
+        *,
+        keep_history: bool = True,
+        clock: Callable[[], float] = time.time,
+    ) -> RunStream:
+        """A stream that goes on from a stored log (a run resumed after a crash).
+
+        ``events`` are the run's stored events, ``seq`` 1, 2, ... without a
+        gap. They are the stream's history (with ``keep_history``, so
+        :meth:`history` and :meth:`replay` start with them) and the next
+        published event gets the last stored ``seq`` + 1; nothing is delivered
+        for them. A stored ``run.finished`` (the ``interrupted`` terminal a
+        resume continues) does not close the stream: the next one does.
+
+        Raises:
+            ValueError: an event of another run, or seqs that are not 1..n.
+        """
+        stream = cls(run_id, keep_history=keep_history, clock=clock)
+        for expected, event in enumerate(events, 1):
+            if event.run_id and event.run_id != run_id:
+                raise ValueError(f"event seq {event.seq} is of run {event.run_id!r}, "
+                                 f"not {run_id!r}")
+            if event.seq != expected:
+                raise ValueError(f"stored events must have seq 1..n without a gap: "
+                                 f"expected seq {expected}, got {event.seq}")
+        if stream._history is not None:
+            stream._history.extend(events)
+        stream._seq = stream._last_delivered = len(events)
+        return stream
+
     # --- observing --------------------------------------------------------------
 
     @property

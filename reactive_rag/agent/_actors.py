@@ -3,6 +3,9 @@
 Each keeps its own view of the run, built from the stream (the question from
 ``run.started``, the evidence registry from ``evidence.registered``), so the
 commands it receives stay small and every input is visible in the run's events.
+
+A run resumed after a crash gets fresh actors: each rebuilds what it held from
+the stored events with ``restore(events)`` before the run goes on.
 """
 
 from __future__ import annotations
@@ -99,6 +102,11 @@ class _RunView:
             return True
         return False
 
+    def restore(self, events: Iterable[Event]) -> None:
+        """Rebuild the view from a run's stored events."""
+        for event in events:
+            self.absorb(event)
+
 
 class PlannerActor(Actor):
     """Asks a :class:`PlannerPolicy` for the next move and vets its queries for loops."""
@@ -115,17 +123,30 @@ class PlannerActor(Actor):
         self.view = _RunView()
         self.reads: list[str] = []
         self.pages: list[str] = []
+        self._requested: set[str] = set()  # call ids of the reads and page opens noted
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):
             return None
-        if isinstance(msg, ReadRequested):
-            self.reads.append(msg.chunk_id)
-            return None
-        if isinstance(msg, ScrapeRequested):
-            self.pages.append(msg.url)
+        if isinstance(msg, ReadRequested | ScrapeRequested):
+            self._note(msg)
             return None
         assert isinstance(msg, PlanRequested)
+        view, history = self._view_for(msg)
+        decision = await self.policy.decide(view)
+        return self._reply(msg, decision, history)
+
+    def _note(self, msg: ReadRequested | ScrapeRequested) -> None:
+        if msg.call_id:
+            if msg.call_id in self._requested:
+                return  # the same call issued again (a resumed run): read or opened once
+            self._requested.add(msg.call_id)
+        if isinstance(msg, ReadRequested):
+            self.reads.append(msg.chunk_id)
+        else:
+            self.pages.append(msg.url)
+
+    def _view_for(self, msg: PlanRequested) -> tuple[PlannerView, list[QueryRecord]]:
         history = [QueryRecord(q.query, q.hits, q.new_evidence) for q in msg.queries]
         view = PlannerView(
             question=self.view.question, round=msg.round,
@@ -136,7 +157,54 @@ class PlannerActor(Actor):
             pages=tuple(self.pages), remaining_pages=msg.remaining_pages,
             today=_date_of(msg.ts),
         )
-        decision = await self.policy.decide(view)
+        return view, history
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """Rebuild this planner's view of a run from its stored events (crash resume).
+
+        The question, evidence, reads and opened pages come from the facts. For
+        every plan request this planner answered in the log, the loop guard
+        learns that round again: a policy with ``replay(view) -> Decision``
+        (deterministic, no I/O, like :class:`OfflinePlanner`) makes the same
+        move once more, rebuilding its own state, and the move is vetted as
+        before; otherwise the guard re-checks the round's refused queries (its
+        ``loop.detected``), then the searches it let through. A policy with
+        ``restore(events)`` then rebuilds whatever else it keeps.
+        """
+        replies: dict[int, list[Event]] = {}
+        for event in events:
+            if event.actor == self.name and event.cause is not None:
+                replies.setdefault(event.cause, []).append(event)
+        replay = getattr(self.policy, "replay", None)
+        for event in events:
+            if self.view.absorb(event):
+                continue
+            if isinstance(event, ReadRequested | ScrapeRequested):
+                self._note(event)
+                continue
+            if not isinstance(event, PlanRequested) or event.actor == self.name:
+                continue
+            reply = replies.get(event.seq, [])
+            if not any(isinstance(e, PlanDecided) for e in reply):
+                continue  # not answered: it is asked again after the resume
+            view, history = self._view_for(event)
+            if callable(replay):
+                self._reply(event, replay(view), history)
+            elif self.loop_guard is not None:
+                self.loop_guard.sync(history)
+                refused = [e.query for e in reply
+                           if isinstance(e, LoopDetected) and e.kind == "semantic"]
+                passed = [str(c.args["query"]) for e in reply if isinstance(e, PlanDecided)
+                          for c in e.calls
+                          if c.tool == "search" and isinstance(c.args.get("query"), str)]
+                for query in (*refused, *passed):
+                    self.loop_guard.check(query)
+        restore = getattr(self.policy, "restore", None)
+        if callable(restore):
+            restore(events)
+
+    def _reply(self, msg: PlanRequested, decision: Decision,
+               history: Sequence[QueryRecord]) -> list[Event]:
         out: list[Event] = []
         calls = self._vet(decision, history, out)
         searches = [str(c.args["query"]) for c in calls
@@ -194,6 +262,10 @@ class SelectorActor(Actor):
     def __init__(self) -> None:
         self.view = _RunView()
 
+    def restore(self, events: Sequence[Event]) -> None:
+        """Rebuild the question and evidence registry from a run's stored events."""
+        self.view.restore(events)
+
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):
             return None
@@ -212,6 +284,10 @@ class WriterActor(Actor):
     answer shows both sides, each cited and verified like any claim. A
     conflict whose claims the verifier refused is left out of the repair, and
     the policy sees only the errors about its own claims.
+
+    A policy may offer ``restore_draft(question, claims)``: on a resumed run
+    it is given its last draft's claims, so a repair knows which claims the
+    verifier's errors name.
     """
 
     name = "writer"
@@ -235,30 +311,64 @@ class WriterActor(Actor):
         def emit_delta(text: str, claim_index: int | None) -> None:
             ctx.emit(AnswerDelta(text=text, claim_index=claim_index), msg)
 
+        errors = self._policy_errors(msg)
+        sides = self._conflict_claims(msg)
+        draft = await self.policy.write(self.view.question, evidence, mode=msg.mode,
+                                        errors=errors, emit_delta=emit_delta)
+        claims = list(draft.claims)
+        text = draft.text
+        self._own = len(claims)
+        for _, claim in sides:
+            piece = f"{' ' if text else ''}{claim.statement.strip()} [{len(claims) + 1}]"
+            emit_delta(piece, len(claims))
+            text += piece
+            claims.append(claim)
+        self._appended = tuple(n for n, _ in sides)
+        return [AnswerDrafted(text=text, claims=tuple(claims), attempt=msg.attempt,
+                              mode=msg.mode, tokens=draft.tokens, lead=draft.lead)]
+
+    def _policy_errors(self, msg: AnswerRequested) -> tuple[ClaimError, ...]:
+        """The errors about the policy's own claims; refused conflict claims are noted."""
         errors = msg.errors
         if msg.mode == "repair" and self._appended:
             ours = range(self._own, self._own + len(self._appended))
             self._refused |= {self._appended[e.index - self._own] for e in errors
                               if e.index in ours}
             errors = tuple(e for e in errors if e.index not in ours)
-        draft = await self.policy.write(self.view.question, evidence, mode=msg.mode,
-                                        errors=errors, emit_delta=emit_delta)
-        claims = list(draft.claims)
-        text = draft.text
-        self._own, appended = len(claims), []
+        return errors
+
+    def _conflict_claims(self, msg: AnswerRequested) -> list[tuple[int, Claim]]:
+        """One claim per side of each conflict to show, with the conflict's index."""
+        out: list[tuple[int, Claim]] = []
         for n, conflict in enumerate(msg.conflicts):
             sides = conflict_claims([conflict])
             if n in self._refused or any(c.source_id not in self.view.evidence for c in sides):
                 continue
-            for claim in sides:
-                piece = f"{' ' if text else ''}{claim.statement.strip()} [{len(claims) + 1}]"
-                emit_delta(piece, len(claims))
-                text += piece
-                claims.append(claim)
-                appended.append(n)
-        self._appended = tuple(appended)
-        return [AnswerDrafted(text=text, claims=tuple(claims), attempt=msg.attempt,
-                              mode=msg.mode, tokens=draft.tokens, lead=draft.lead)]
+            out.extend((n, claim) for claim in sides)
+        return out
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """Rebuild this writer's view of a run from its stored events (crash resume).
+
+        Each answer request is taken as the writer took it (the conflicts a
+        repair refused are noted) and each draft of this writer sets which of
+        its claims were the policy's and which showed a conflict; the policy's
+        ``restore_draft`` gets the last draft's own claims.
+        """
+        planned: dict[int, tuple[int, ...]] = {}
+        for event in events:
+            if self.view.absorb(event):
+                continue
+            if isinstance(event, AnswerRequested):
+                self._policy_errors(event)
+                planned[event.seq] = tuple(n for n, _ in self._conflict_claims(event))
+            elif (isinstance(event, AnswerDrafted) and event.actor == self.name
+                  and event.cause in planned):
+                self._appended = planned[event.cause]
+                self._own = max(0, len(event.claims) - len(self._appended))
+                remember = getattr(self.policy, "restore_draft", None)
+                if callable(remember):
+                    remember(self.view.question, event.claims[: self._own])
 
 
 class VerificationLike(Protocol):
@@ -297,6 +407,10 @@ class VerifierActor(Actor):
     def __init__(self, verify: VerifyFunction) -> None:
         self.verify = verify
         self.view = _RunView()
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """Rebuild the question and evidence registry from a run's stored events."""
+        self.view.restore(events)
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):

@@ -36,7 +36,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from actors.models._chat import ChatModel, ChatResult, RawToolCall, function_tool
 from actors.models._chat_exceptions import ChatError
 from actors.text import url_host, url_key
-from streams import EvidenceChunk, Feedback, FeedbackKind, SearchFilters, ToolCall
+from streams import (
+    Event,
+    EvidenceChunk,
+    Feedback,
+    FeedbackKind,
+    PlanDecided,
+    SearchFilters,
+    ToolCall,
+)
 
 from ._policy import Decision, PlannerView, QueryRecord
 
@@ -349,6 +357,18 @@ class ChatPlanner:
         self._pages_seen = 0
         self._used_ids: set[str] = set()
         self.last_rejections: list[Rejection] = []
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """A resumed run (crash): start over from what the stored events hold.
+
+        The conversation with the model is not in the run's events, so the next
+        turn opens a new one from the run's view (question, evidence, queries
+        and feedback so far); the call ids the run already used stay used.
+        """
+        self.reset()
+        for event in events:
+            if isinstance(event, PlanDecided):
+                self._used_ids.update(call.id for call in event.calls)
 
     # --- the policy --------------------------------------------------------------------
 

@@ -78,6 +78,10 @@ class ChatWriter:
         self.timeout_for = timeout_for
         self._last: tuple[str, tuple[Claim, ...]] | None = None
 
+    def restore_draft(self, question: str, claims: Sequence[Claim]) -> None:
+        """Remember a draft written before a crash (a resumed run's repair shows it)."""
+        self._last = (question, tuple(claims))
+
     async def write(
         self,
         question: str,

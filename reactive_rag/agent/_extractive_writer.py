@@ -250,6 +250,13 @@ class ExtractiveWriter:
         # Last draft per question, so a repair knows which claims the errors name.
         self._last: OrderedDict[str, tuple[Claim, ...]] = OrderedDict()
 
+    def restore_draft(self, question: str, claims: Sequence[Claim]) -> None:
+        """Remember a draft written before a crash (a resumed run's repair names its claims)."""
+        self._last[question] = tuple(claims)
+        self._last.move_to_end(question)
+        while len(self._last) > 64:
+            self._last.popitem(last=False)
+
     async def write(
         self,
         question: str,

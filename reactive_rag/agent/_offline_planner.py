@@ -337,6 +337,15 @@ class OfflinePlanner:
         """The next move for ``view`` (see the class docstring)."""
         return self.plan(view)
 
+    def replay(self, view: PlannerView) -> Decision:
+        """Make a stored turn's move again (a resumed run rebuilds this policy's state).
+
+        The policy is deterministic and does no I/O: the same view gives the
+        same decision and leaves the same per-run state (hosts excluded as
+        spam, searches sent with a date filter) as when the run made it.
+        """
+        return self.plan(view)
+
     def plan(self, view: PlannerView) -> Decision:
         """Synchronous :meth:`decide` (the policy does no I/O)."""
         self._excluded |= {h for f in view.feedback if f.kind == "spam" for h in f.hosts}

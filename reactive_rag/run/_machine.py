@@ -1,6 +1,8 @@
 """The run's rules as a pure state machine: ``step(state, event) -> (state, commands)``.
 
-No I/O and no clock: time comes in through events (``ts``). Side effects are
+No I/O and no clock: time comes in through events (``ts``); a ``run.resumed``
+(a run carried on after a crash) moves the run's start so that the time used
+before the crash counts and the downtime does not. Side effects are
 commands (events to publish, or a :class:`Finish`); their results come back as
 events. Any situation can be built directly as a :class:`RunState` in a test.
 
@@ -65,6 +67,7 @@ from streams import (
     RerankRequested,
     ResultsFlagged,
     RunFallback,
+    RunResumed,
     RunStarted,
     ScrapeFailed,
     ScrapeRequested,
@@ -329,6 +332,12 @@ def step(state: RunState, event: Event) -> _Step:
 
     if state.phase is Phase.PENDING:
         raise IllegalTransition(f"{event.type} before run.started")
+
+    if isinstance(event, RunResumed):
+        # Resumed after a crash: the time used before it counts, the downtime does not.
+        if event.ts:
+            state = replace(state, started_ts=event.ts - max(0.0, event.elapsed_s))
+        return state, out
 
     if isinstance(event, BudgetExhausted):
         if event.actor == "controller":

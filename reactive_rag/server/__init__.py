@@ -25,7 +25,7 @@ from ._config import (
 from ._exceptions import ConfigError, Problem, RateLimited, ServerError
 from ._feed import EventFeed, FeedStats
 from ._openapi import openapi_document
-from ._problems import PROBLEM_CODES
+from ._problems import PROBLEM_CODES, ProblemAppRunner
 from ._redact import RedactingAccessLogger
 from ._runs import ActiveRun, RunManager
 
@@ -44,6 +44,7 @@ __all__ = [
     "EventFeed",
     "FeedStats",
     "Problem",
+    "ProblemAppRunner",
     "RateLimited",
     "RedactingAccessLogger",
     "RunManager",

@@ -35,7 +35,7 @@ from .._cli_ask import credibility_from
 from .._engine import Engine, RunResult
 from ..agent import ChatEntailment
 from ..index import STDLIB_COLLECTION, CorpusIndex
-from ..store import RunRecord, RunStore, SqliteRunStore
+from ..store import LeaseKeeper, RunNotResumable, RunRecord, RunStore, SqliteRunStore
 from ._auth import Authenticator, Tenant
 from ._config import ServerConfig, TenantConfig
 from ._exceptions import ConfigError
@@ -46,7 +46,7 @@ from ._problems import make_problem, problem_middleware, run_not_found
 from ._redact import RedactingAccessLogger, install_log_redaction
 from ._runs import RunManager
 from ._sse import serve_sse
-from ._ws import serve_ws
+from ._ws import check_handshake, serve_ws
 
 __all__ = [
     "AUTH_KEY",
@@ -72,6 +72,7 @@ MANAGER_KEY = web.AppKey("manager", RunManager)
 AUTH_KEY = web.AppKey("auth", Authenticator)
 WEBSOCKETS_KEY = web.AppKey("websockets", set[web.WebSocketResponse])
 INTERRUPTED_KEY = web.AppKey("interrupted", list[str])
+LEASE_KEY = web.AppKey("lease", LeaseKeeper)
 CORPUS_TASK_KEY = web.AppKey("corpus_task", asyncio.Task[bool])
 OPENAPI_EXTRA_KEY = web.AppKey("openapi_extra", tuple[dict[str, Any], tuple[str, ...]])
 TENANT_KEY = web.RequestKey("tenant", Tenant)
@@ -82,21 +83,25 @@ WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 routes = web.RouteTableDef()
 
 
-def make_store(target: str, *, read_only: bool = False) -> RunStore:
+def make_store(target: str, *, read_only: bool = False, owner: str | None = None,
+               lease_ttl_s: float = 15.0) -> RunStore:
     """A store for a config ``store`` value: a path, ``sqlite:///path`` or ``redis://...``.
 
     ``read_only``: an operator's view beside a live server, which must not
     recover (interrupt) the server's running runs or write anything.
+    ``owner``/``lease_ttl_s``: as :class:`~reactive_rag.store.StoreBase`
+    (``None``: a unique owner id).
     """
     if target.startswith(("redis://", "rediss://", "unix://")):
         from ..store import RedisRunStore
 
-        return RedisRunStore(target, read_only=read_only)
+        return RedisRunStore(target, read_only=read_only, owner=owner, lease_ttl_s=lease_ttl_s)
     path = target.removeprefix("sqlite://")
     path = path.removeprefix("/") if path.startswith("//") else path
     if not read_only:
         Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-    return SqliteRunStore(Path(path).expanduser(), read_only=read_only)
+    return SqliteRunStore(Path(path).expanduser(), read_only=read_only, owner=owner,
+                          lease_ttl_s=lease_ttl_s)
 
 
 def request_tenant(request: web.Request) -> Tenant:
@@ -165,9 +170,12 @@ def _scoped_collections(request: web.Request, tenant: Tenant,
 async def list_runs(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
     limit = _int_param(request, "limit", default=50, low=1, high=200)
-    cursor = request.query.get("cursor") or None
-    if cursor is not None and len(cursor) > 200:
-        raise make_problem(422, "invalid_cursor", field="cursor")
+    cursor = request.query.get("cursor")
+    if cursor is not None:  # only what a page gave: ``created_us:run_id``
+        created, colon, last_id = cursor.partition(":")
+        if not (colon and len(created) == 16 and created.isascii() and created.isdigit()
+                and 0 < len(last_id) <= 64 and last_id.isascii() and last_id.isalnum()):
+            raise make_problem(422, "invalid_cursor", field="cursor")
     await request.app[MANAGER_KEY].settle_finished(tenant.name)
     page = await request.app[STORE_KEY].list_runs(tenant.name, limit=limit, before=cursor)
     return web.json_response({
@@ -207,6 +215,20 @@ async def cancel_run(request: web.Request) -> web.Response:
     return web.json_response({"run_id": run_id, "cancelled": cancelled}, status=202)
 
 
+@routes.post("/v1/runs/{run_id}/resume")
+async def resume_run(request: web.Request) -> web.Response:
+    """Resume an interrupted run from its stored events (it continues after them)."""
+    tenant = request_tenant(request)
+    run_id = _run_id(request)
+    try:
+        await request.app[MANAGER_KEY].resume(tenant, run_id)
+    except RunNotResumable as exc:
+        raise make_problem(409, "run_not_resumable", f"the run is {exc.status}: only an "
+                           "interrupted run can be resumed") from None
+    return web.json_response({"run_id": run_id, "resumed": True, "links": _links(run_id)},
+                             status=202)
+
+
 @routes.get("/v1/runs/{run_id}/events")
 async def run_events(request: web.Request) -> web.StreamResponse:
     config = request.app[CONFIG_KEY]
@@ -223,6 +245,7 @@ async def run_ws(request: web.Request) -> web.StreamResponse:
     feed = await _open_feed(request)
     ws = web.WebSocketResponse(heartbeat=config.keepalive_s, max_msg_size=4096)
     async with feed:
+        check_handshake(request, ws)
         await ws.prepare(request)
         sockets = request.app[WEBSOCKETS_KEY]
         sockets.add(ws)
@@ -241,8 +264,7 @@ async def _open_feed(request: web.Request) -> EventFeed:
     after = _after(request)
     store = request.app[STORE_KEY]
     await store.get_run(run_id, tenant.name)
-    live = request.app[MANAGER_KEY].live_stream(run_id)
-    source: AsyncIterator[Event] = store.attach(run_id, after, live, tenant=tenant.name)
+    source: AsyncIterator[Event] = store.attach(run_id, after, tenant=tenant.name)
     return EventFeed(source, maxsize=request.app[CONFIG_KEY].sse_buffer)
 
 
@@ -256,6 +278,11 @@ async def healthz(request: web.Request) -> web.Response:
 
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
+    problem = request.app[MANAGER_KEY].store_problem
+    if problem is not None:
+        log.warning("not ready: %s", problem)
+        raise make_problem(503, "not_ready", "the run store cannot take writes",
+                           headers={"Retry-After": "1"})
     try:
         await request.app[STORE_KEY].list_runs("-readiness-probe-", limit=1)
         await asyncio.to_thread(request.app[ENGINE_KEY].index.collections)
@@ -272,9 +299,11 @@ async def readyz(request: web.Request) -> web.Response:
 @routes.get("/v1/openapi.json")
 async def openapi(request: web.Request) -> web.Response:
     extra = request.app.get(OPENAPI_EXTRA_KEY)
+    open_mode = request.app[CONFIG_KEY].open_mode
     if extra is None:
-        return web.json_response(openapi_document())
-    return web.json_response(openapi_document(extra_paths=extra[0], extra_codes=extra[1]))
+        return web.json_response(openapi_document(open_mode=open_mode))
+    return web.json_response(openapi_document(extra_paths=extra[0], extra_codes=extra[1],
+                                              open_mode=open_mode))
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -309,7 +338,7 @@ def _run_id(request: web.Request) -> str:
 
 def _int_param(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
     raw = request.query.get(name)
-    if raw is None or raw == "":
+    if raw is None:
         return default
     if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or not low <= int(raw) <= high:
         raise make_problem(422, "invalid_parameter",
@@ -318,16 +347,21 @@ def _int_param(request: web.Request, name: str, *, default: int, low: int, high:
 
 
 def _after(request: web.Request) -> int:
-    header = request.headers.get("Last-Event-ID")
-    raw = header if header is not None and header.strip() else request.query.get("after")
-    name = "Last-Event-ID" if header is not None and header.strip() else "after"
-    if raw is None or raw == "":
-        return 0
-    raw = raw.strip()
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 15:
-        raise make_problem(422, "invalid_parameter",
-                           f"{name} must be a non-negative integer (an event seq)", field=name)
-    return int(raw)
+    """The seq to resume after: ``Last-Event-ID`` (a browser's reconnect) over ``?after=``.
+
+    Both are checked when both are sent, so a bad one is a 422 whichever wins.
+    """
+    after = 0
+    for name, raw in (("after", request.query.get("after")),
+                      ("Last-Event-ID", request.headers.get("Last-Event-ID"))):
+        if raw is None:
+            continue
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 15:
+            raise make_problem(422, "invalid_parameter",
+                               f"{name} must be a non-negative integer (an event seq)",
+                               field=name)
+        after = int(raw)
+    return after
 
 
 async def _json_body(request: web.Request, limit: int) -> Any:
@@ -345,8 +379,13 @@ async def _json_body(request: web.Request, limit: int) -> Any:
     except web.RequestPayloadError:  # e.g. a corrupt gzip body (Content-Encoding)
         raise make_problem(400, "invalid_body",
                            "the body could not be read (corrupt or wrongly encoded)") from None
+
+    def number(text: str) -> int | float:  # 3.0 is the integer 3 in JSON and JSON Schema
+        value = float(text)
+        return int(value) if value.is_integer() and abs(value) <= 2**53 else value
+
     try:
-        return json.loads(bytes(data))
+        return json.loads(bytes(data), parse_float=number)
     except (ValueError, RecursionError):
         raise make_problem(400, "invalid_json") from None
 
@@ -472,7 +511,8 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
 def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | None,
                research: Mapping[str, TenantResearch]) -> Any:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        run_store = store if store is not None else make_store(config.store_target())
+        run_store = store if store is not None else make_store(
+            config.store_target(), owner=config.owner, lease_ttl_s=config.lease_ttl_s)
         interrupted = await run_store.open()
         app[INTERRUPTED_KEY] = list(interrupted)
         if interrupted:
@@ -486,10 +526,22 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
             CorpusIndex(config.index_root), entailment=entailment)
         tenant_engines = {name: _tenant_engine(run_engine, r, entailment)
                           for name, r in research.items()}
-        manager = RunManager(run_engine, run_store, engines=tenant_engines)
+        async def resume_recovered(run_ids: list[str]) -> None:
+            """Runs a sweep found orphaned (their owner's lease expired): resume them here."""
+            manager = app.get(MANAGER_KEY)
+            if config.resume_interrupted and manager is not None:
+                await manager.resume_all(run_ids, app[AUTH_KEY].tenant)
+
+        keeper = await LeaseKeeper(run_store, on_recovered=resume_recovered).start()
+        manager = RunManager(run_engine, run_store, engines=tenant_engines, health=keeper,
+                             recorder_options={"retry_window_s": config.store_retry_s})
+        app[LEASE_KEY] = keeper
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
         app[MANAGER_KEY] = manager
+        if config.resume_interrupted and interrupted:
+            resumed = await manager.resume_all(interrupted, app[AUTH_KEY].tenant)
+            log.info("resumed %d of %d interrupted run(s)", len(resumed), len(interrupted))
         if own_engine and config.build_default_corpus and \
                 STDLIB_COLLECTION in config.default_collections and \
                 not run_engine.index.exists(STDLIB_COLLECTION):
@@ -512,6 +564,7 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
                 with contextlib.suppress(Exception):
                     await building
             await manager.aclose()  # every tenant's runs, whichever engine runs them
+            await keeper.aclose()
             if own_engine:  # tenant engines share the index: closed only when it is ours
                 for tenant_engine in tenant_engines.values():
                     await tenant_engine.aclose()

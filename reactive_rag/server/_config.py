@@ -5,6 +5,9 @@ Loaded from a TOML file and overridden by environment variables::
     host = "0.0.0.0"
     port = 8080
     store = "/var/lib/reactive_rag/runs.db"    # or redis://host:6379/0
+    owner = "api-1"                            # optional: this replica's stable name
+    lease_ttl_s = 15.0                         # its lease lasts this long per heartbeat
+    store_retry_s = 15.0                       # a store down longer than this fails its runs
 
     [tenants.acme]
     token_sha256 = ["<sha256 hex of the bearer token>"]
@@ -198,6 +201,22 @@ class ServerConfig(BaseModel):
         port: TCP port (0 picks a free one).
         store: SQLite path or ``sqlite:///path``, or a ``redis://`` URL;
             default ``$REACTIVE_RAG_HOME/runs.db``.
+        owner: this server's name among the processes writing to the store;
+            ``None`` (default) takes a unique id per process. A stable name
+            lets a restarted server interrupt its own crashed runs at once
+            instead of after their lease expired; never give two live
+            replicas the same name.
+        lease_ttl_s: how long this server's lease on its runs lasts after each
+            heartbeat; once it lapses, other replicas mark its running runs
+            interrupted.
+        store_retry_s: how long a run's events are retried against a store that
+            cannot take writes (held in a bounded buffer) before the run ends
+            ``failed``; its ending is stored once the store takes writes again.
+        resume_interrupted: resume the runs this server's recovery marks
+            ``interrupted`` (at start-up: this owner's crashed runs and those of
+            owners whose lease expired; later: those its lease sweeps find) from
+            their stored events, as ``POST /v1/runs/{id}/resume`` would; off by
+            default.
         index_root: corpus index folder (default: the index default).
         default_collections: searched when a request names none.
         build_default_corpus: index the bundled standard-library docs at start-up
@@ -217,6 +236,11 @@ class ServerConfig(BaseModel):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=0, le=65535)
     store: str = ""
+    owner: str | None = Field(default=None, min_length=1, max_length=200,
+                              pattern=r"^[^\s\x00-\x1f]+$")
+    lease_ttl_s: float = Field(default=15.0, gt=0)
+    store_retry_s: float = Field(default=15.0, gt=0)
+    resume_interrupted: bool = False
     index_root: Path | None = None
     default_collections: tuple[str, ...] = ("stdlib",)
     build_default_corpus: bool = True
@@ -261,7 +285,7 @@ class ServerConfig(BaseModel):
         """Read ``path`` (TOML), then ``REACTIVE_RAG_SERVER_*`` env vars, then ``overrides``.
 
         Env vars: ``REACTIVE_RAG_SERVER_CONFIG`` (file, if ``path`` is None),
-        ``REACTIVE_RAG_SERVER_HOST``, ``_PORT``, ``_STORE``, ``_INDEX``.
+        ``REACTIVE_RAG_SERVER_HOST``, ``_PORT``, ``_STORE``, ``_INDEX``, ``_OWNER``.
 
         Raises:
             ConfigError: unreadable file, bad TOML, or invalid values.
@@ -277,7 +301,7 @@ class ServerConfig(BaseModel):
             except tomllib.TOMLDecodeError as exc:
                 raise ConfigError(f"config {path} is not valid TOML: {exc}") from exc
         for key, var in (("host", "HOST"), ("port", "PORT"), ("store", "STORE"),
-                         ("index_root", "INDEX")):
+                         ("index_root", "INDEX"), ("owner", "OWNER")):
             value = env.get(f"REACTIVE_RAG_SERVER_{var}")
             if value:
                 data[key] = value

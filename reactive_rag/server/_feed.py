@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from streams import Event, EventBuffer, RunFinished
+from streams import Event, EventBuffer
 
 __all__ = ["EventFeed", "FeedStats"]
 
@@ -116,8 +116,6 @@ class EventFeed:
                     # A replayed tail arrives in bursts: let the writer take some
                     # before deciding that the client cannot keep up.
                     await asyncio.sleep(0)
-                if isinstance(event, RunFinished):
-                    break
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the source failed (store down, gap): tell the client

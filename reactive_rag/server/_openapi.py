@@ -3,7 +3,9 @@
 Written by hand next to the routes (a test checks that every route of the app
 is documented and every documented path is routed); the request body schema
 comes from the pydantic model the handler validates with, so the two cannot
-drift apart.
+drift apart. ``tests/reactive_rag/test_openapi_conformance.py`` runs schemathesis
+(every check) against a real server process with it: what a route answers,
+status by status, header by header and SSE event by event, is what this says.
 """
 
 from __future__ import annotations
@@ -14,51 +16,103 @@ from typing import Any, get_args
 
 from streams import Outcome
 
-from ._models import RunRequest
+from ._models import _BUDGET_MAX, BUDGET_FIELDS, RunRequest
 from ._problems import PROBLEM_CODES
 
 __all__ = ["openapi_document"]
 
 
-def _problem(description: str) -> dict[str, Any]:
-    return {"description": description,
-            "content": {"application/problem+json": {
-                "schema": {"$ref": "#/components/schemas/Problem"}}}}
+def _problem(description: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": description, "content": {
+        "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+    if headers:
+        response["headers"] = headers
+    return response
 
 
-def _json(description: str, ref: str) -> dict[str, Any]:
-    return {"description": description,
-            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+def _json(description: str, ref: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    response: dict[str, Any] = {"description": description, "content": {
+        "application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+    if headers:
+        response["headers"] = headers
+    return response
 
+
+def _header(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "required": True, "schema": schema}
+
+
+def _ci(word: str) -> str:
+    """A regex matching ``word`` in any case (JSON Schema patterns have no flags)."""
+    return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+
+
+_RETRY_AFTER = {"Retry-After": _header("seconds to wait before trying again",
+                                       {"type": "string", "pattern": "^[0-9]+$"})}
+_WWW_AUTHENTICATE = {"WWW-Authenticate": _header("the scheme to authenticate with",
+                                                 {"type": "string"})}
+_MAX_SEQ = 10**15 - 1
+"""``after`` and ``Last-Event-ID`` take at most 15 digits."""
 
 _RUN_ID = {"name": "run_id", "in": "path", "required": True,
+           "description": "a run id (any other string is a run that does not exist: 404)",
            "schema": {"type": "string", "pattern": "^[A-Za-z0-9]{1,64}$"}}
 _AFTER = {"name": "after", "in": "query", "required": False,
-          "description": "resume after this event seq",
-          "schema": {"type": "integer", "minimum": 0}}
+          "description": "resume after this event seq (Last-Event-ID wins when both are sent; "
+                         "both must be valid)",
+          "schema": {"type": "integer", "minimum": 0, "maximum": _MAX_SEQ}}
 _LAST_EVENT_ID = {"name": "Last-Event-ID", "in": "header", "required": False,
                   "description": "resume after this event seq (sent by browsers on reconnect)",
                   "schema": {"type": "string", "pattern": "^[0-9]{1,15}$"}}
-_ERRORS = {"401": _problem("missing or wrong bearer token"),
+_WS_HANDSHAKE = [
+    {"name": "Upgrade", "in": "header", "required": True,
+     "schema": {"type": "string", "pattern": f"^{_ci('websocket')}$"}},
+    {"name": "Connection", "in": "header", "required": True,
+     "description": "a comma-separated list holding the token `upgrade`",
+     "schema": {"type": "string",
+                "pattern": f"^(?:[^,]*,)*[ \\t]*{_ci('upgrade')}[ \\t]*(?:,[^,]*)*$"}},
+    {"name": "Sec-WebSocket-Version", "in": "header", "required": True,
+     "schema": {"enum": ["13", "8", "7"]}},
+    {"name": "Sec-WebSocket-Key", "in": "header", "required": True,
+     "description": "16 random bytes, base64",
+     "schema": {"type": "string", "pattern": "^[A-Za-z0-9+/]{21}[AQgw]==$"}},
+]
+_ERRORS = {"401": _problem("missing or wrong bearer token", _WWW_AUTHENTICATE),
            "404": _problem("no run with this id is visible to you")}
+_WHITESPACE = "".join(f"\\u{ord(c):04x}" for c in map(chr, range(0x3001)) if c.isspace())
+_QUESTION_PATTERN = f"^[^\\u0000]*[^\\u0000{_WHITESPACE}][^\\u0000]*$"
+"""Not blank (Python's ``str.isspace`` whitespace, exactly) and no NUL character."""
 
 
 def openapi_document(extra_paths: dict[str, Any] | None = None,
-                     extra_codes: tuple[str, ...] = ()) -> dict[str, Any]:
-    """The whole document, with the paths and problem codes of mounted extras (tasks)."""
+                     extra_codes: tuple[str, ...] = (), *,
+                     open_mode: bool = False) -> dict[str, Any]:
+    """The whole document, with the paths and problem codes of mounted extras (tasks).
+
+    ``open_mode``: the server has no tenants, so nothing needs a token and
+    nothing answers 401; the document says so.
+    """
     doc = copy.deepcopy(_base_document())
     if extra_paths:
         doc["paths"].update(copy.deepcopy(extra_paths))
     if extra_codes:
         code = doc["components"]["schemas"]["Problem"]["properties"]["code"]
         code["enum"] = sorted({*code["enum"], *extra_codes})
+    if open_mode:
+        doc["security"] = []
+        doc["info"]["description"] += (" This server runs in open mode (no tenants): no "
+                                       "request needs a token.")
+        for item in doc["paths"].values():
+            for operation in item.values():
+                operation.get("responses", {}).pop("401", None)
     return doc
 
 
 @functools.cache
 def _base_document() -> dict[str, Any]:
-    request_schema = RunRequest.model_json_schema(ref_template="#/components/schemas/{model}")
-    link_props = {k: {"type": "string"} for k in ("self", "events", "ws", "cancel")}
+    request_schema = _run_request_schema()
+    links = {"type": "object", "required": ["self", "events", "ws", "cancel"],
+             "properties": {k: {"type": "string"} for k in ("self", "events", "ws", "cancel")}}
     run_summary = {
         "type": "object",
         "required": ["run_id", "status", "outcome", "question", "mode", "created", "updated",
@@ -74,8 +128,8 @@ def _base_document() -> dict[str, Any]:
             "mode": {"type": "string"},
             "created": {"type": "number", "description": "Unix seconds"},
             "updated": {"type": "number", "description": "Unix seconds"},
-            "last_seq": {"type": "integer"},
-            "links": {"type": "object", "properties": link_props},
+            "last_seq": {"type": "integer", "minimum": 0},
+            "links": {"$ref": "#/components/schemas/RunLinks"},
         },
     }
     run_detail = {
@@ -99,39 +153,59 @@ def _base_document() -> dict[str, Any]:
         "type": "object",
         "required": ["type", "title", "status", "code", "detail"],
         "properties": {
-            "type": {"type": "string"}, "title": {"type": "string"},
-            "status": {"type": "integer"}, "code": {"enum": sorted(PROBLEM_CODES)},
+            "type": {"type": "string", "pattern": "^urn:reactive-rag:problem:[a-z_]+$"},
+            "title": {"type": "string"},
+            "status": {"type": "integer", "minimum": 400, "maximum": 599},
+            "code": {"enum": sorted(PROBLEM_CODES)},
             "detail": {"type": "string"}, "field": {"type": "string"},
         },
     }
+    cursor = "^[0-9]{16}:[A-Za-z0-9]{1,64}$"
     return {
         "openapi": "3.1.0",
         "info": {"title": "reactive-rag", "version": "1",
                  "description": "Start agent runs, stream their events (SSE / WebSocket) "
-                                "with resume, cancel them, list them."},
+                                "with resume, cancel them, list them. Every error is a JSON "
+                                "problem (`application/problem+json`), also a request "
+                                "rejected as invalid HTTP (400 `bad_request`) or with a "
+                                "request line or headers over the size limit (431 "
+                                "`headers_too_large`)."},
         "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "access_token": {"type": "apiKey", "in": "query", "name": "access_token",
+                                 "description": "the same token, for browsers' EventSource "
+                                                "and WebSocket (which cannot send headers)"},
+            },
             "schemas": {
                 "RunRequest": request_schema,
+                "RunLinks": links,
                 "RunCreated": {"type": "object", "required": ["run_id", "links"],
                                "properties": {"run_id": {"type": "string"},
-                                              "links": {"type": "object",
-                                                        "properties": link_props}}},
+                                              "links": {"$ref": "#/components/schemas/RunLinks"}}},
+                "RunResumed": {"type": "object", "required": ["run_id", "resumed", "links"],
+                               "properties": {"run_id": {"type": "string"},
+                                              "resumed": {"const": True},
+                                              "links": {"$ref": "#/components/schemas/RunLinks"}}},
                 "RunSummary": run_summary,
                 "RunDetail": run_detail,
                 "RunPage": {"type": "object", "required": ["runs", "next_cursor"],
                             "properties": {
                                 "runs": {"type": "array",
                                          "items": {"$ref": "#/components/schemas/RunSummary"}},
-                                "next_cursor": {"type": ["string", "null"]}}},
+                                "next_cursor": {"anyOf": [{"type": "string", "pattern": cursor},
+                                                          {"type": "null"}]}}},
                 "CancelResult": {"type": "object", "required": ["run_id", "cancelled"],
                                  "properties": {"run_id": {"type": "string"},
                                                 "cancelled": {"type": "boolean"}}},
-                "Status": {"type": "object", "properties": {"status": {"type": "string"}}},
+                "Status": {"type": "object", "required": ["status"],
+                           "properties": {"status": {"type": "string"}}},
+                "Event": EVENT_ENVELOPE,
+                "RunStreamEvent": _run_stream_event(),
                 "Problem": problem,
             },
         },
-        "security": [{"bearer": []}],
+        "security": [{"bearer": []}, {"access_token": []}],
         "paths": {
             "/v1/runs": {
                 "post": {
@@ -139,14 +213,18 @@ def _base_document() -> dict[str, Any]:
                     "requestBody": {"required": True, "content": {"application/json": {
                         "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
                     "responses": {
-                        "201": _json("the run was started", "RunCreated"),
-                        "400": _problem("the body is not JSON"),
+                        "201": _json("the run was started", "RunCreated", {
+                            "Location": _header("the run's URL", {"type": "string"})}),
+                        "400": _problem("the body is not JSON, or cannot be read"),
                         "401": _ERRORS["401"],
                         "403": _problem("a collection the tenant may not search"),
                         "413": _problem("the body is too large"),
                         "415": _problem("the body is not application/json"),
                         "422": _problem("invalid fields or run options"),
-                        "429": _problem("rate limited; see Retry-After"),
+                        "429": _problem("rate limited", _RETRY_AFTER),
+                        "503": _problem("the run store is unavailable (`store_unavailable`) "
+                                        "or the default corpus is still being indexed "
+                                        "(`not_ready`)", _RETRY_AFTER),
                     },
                 },
                 "get": {
@@ -155,7 +233,8 @@ def _base_document() -> dict[str, Any]:
                         {"name": "limit", "in": "query", "required": False,
                          "schema": {"type": "integer", "minimum": 1, "maximum": 200}},
                         {"name": "cursor", "in": "query", "required": False,
-                         "schema": {"type": "string", "maxLength": 200}},
+                         "description": "`next_cursor` of the previous page",
+                         "schema": {"type": "string", "pattern": cursor}},
                     ],
                     "responses": {"200": _json("one page of runs", "RunPage"),
                                   "401": _ERRORS["401"],
@@ -177,8 +256,13 @@ def _base_document() -> dict[str, Any]:
                                "ending after run.finished",
                     "parameters": [_RUN_ID, _AFTER, _LAST_EVENT_ID],
                     "responses": {
-                        "200": {"description": "an event stream",
-                                "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                        "200": {"description": "an event stream: `retry: 1000`, then one "
+                                               "message per event (`id` its seq, `event` its "
+                                               "type, `data` its JSON), `: keep-alive` "
+                                               "comments while idle, and a last `detached` "
+                                               "message if the client fell too far behind",
+                                "content": {"text/event-stream": {"schema": {
+                                    "$ref": "#/components/schemas/RunStreamEvent"}}}},
                         **_ERRORS, "422": _problem("invalid after / Last-Event-ID"),
                     },
                 },
@@ -188,9 +272,22 @@ def _base_document() -> dict[str, Any]:
                     "operationId": "runWebSocket",
                     "summary": "The run's events over a WebSocket (JSON text messages); "
                                'send {"cancel": true} to cancel',
-                    "parameters": [_RUN_ID, _AFTER],
-                    "responses": {"101": {"description": "switching to WebSocket"},
-                                  **_ERRORS, "422": _problem("invalid after")},
+                    "parameters": [_RUN_ID, _AFTER, _LAST_EVENT_ID, *_WS_HANDSHAKE],
+                    "responses": {
+                        "101": {"description": "switching to WebSocket: one JSON text message "
+                                               "per event, closed with 1000 after "
+                                               "run.finished",
+                                "headers": {
+                                    "Upgrade": _header("the new protocol",
+                                                       {"const": "websocket"}),
+                                    "Connection": _header("upgrade", {"const": "upgrade"}),
+                                    "Sec-WebSocket-Accept": _header(
+                                        "the handshake's answer",
+                                        {"type": "string",
+                                         "pattern": "^[A-Za-z0-9+/]{27}=$"})}},
+                        "400": _problem("not a WebSocket handshake (`websocket_required`)"),
+                        **_ERRORS, "422": _problem("invalid after / Last-Event-ID"),
+                    },
                 },
             },
             "/v1/runs/{run_id}/cancel": {
@@ -202,9 +299,29 @@ def _base_document() -> dict[str, Any]:
                                                "CancelResult"), **_ERRORS},
                 },
             },
+            "/v1/runs/{run_id}/resume": {
+                "post": {
+                    "operationId": "resumeRun",
+                    "summary": "Resume an interrupted run (one a crashed or stopped server "
+                               "left unfinished) from its stored events",
+                    "parameters": [_RUN_ID],
+                    "responses": {
+                        "202": _json("the run goes on; follow its events", "RunResumed"),
+                        **_ERRORS,
+                        "409": _problem("the run is not interrupted (`run_not_resumable`)"),
+                        "422": _problem("the engine cannot go on from this run's stored "
+                                        "events (`run_config`)"),
+                        "429": _problem("rate limited, as for starting a run", _RETRY_AFTER),
+                        "503": _problem("the run store is unavailable", _RETRY_AFTER),
+                    },
+                },
+            },
             "/v1/openapi.json": {
                 "get": {"operationId": "openapi", "summary": "This document", "security": [],
-                        "responses": {"200": {"description": "OpenAPI 3.1 document"}}},
+                        "responses": {"200": {"description": "OpenAPI 3.1 document",
+                                              "content": {"application/json": {"schema": {
+                                                  "type": "object",
+                                                  "required": ["openapi", "info", "paths"]}}}}}},
             },
             "/healthz": {
                 "get": {"operationId": "healthz", "summary": "The process is up",
@@ -215,7 +332,71 @@ def _base_document() -> dict[str, Any]:
                 "get": {"operationId": "readyz",
                         "summary": "The store is open and the index readable", "security": [],
                         "responses": {"200": _json("ready", "Status"),
-                                      "503": _problem("not ready")}},
+                                      "503": _problem("not ready", _RETRY_AFTER)}},
             },
         },
     }
+
+
+def _run_request_schema() -> dict[str, Any]:
+    """``RunRequest``'s JSON schema with the checks its validators make written out.
+
+    pydantic's schema cannot show what the field validators check (a question
+    that is not blank and has no NUL; the known budget fields, each an integer
+    or a number in (0, 1e6], ``saturation_overlap`` at most 1); nor that the
+    handler refuses an empty ``collections`` list.
+    """
+    schema = RunRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+    props = schema["properties"]
+    props["question"]["pattern"] = _QUESTION_PATTERN
+    for option in props["collections"]["anyOf"]:
+        if option.get("type") == "array":
+            option["minItems"] = 1
+    budget: dict[str, Any] = {}
+    for name, kind in sorted(BUDGET_FIELDS.items()):
+        if kind is int:
+            budget[name] = {"type": "integer", "minimum": 1, "maximum": _BUDGET_MAX}
+        else:
+            budget[name] = {"type": "number", "exclusiveMinimum": 0,
+                            "maximum": 1 if name == "saturation_overlap" else _BUDGET_MAX}
+    props["budget"] = {"title": "Budget", "type": "object", "additionalProperties": False,
+                       "description": "limits of this run that differ from the defaults",
+                       "properties": budget}
+    return schema
+
+
+EVENT_ENVELOPE: dict[str, Any] = {
+    "type": "object",
+    "description": "an event as JSON: the envelope every event has, and the fields of its "
+                   "type (see `streams`' event classes)",
+    "required": ["type", "v", "run_id", "seq", "ts", "actor", "cause"],
+    "properties": {
+        "type": {"type": "string", "minLength": 1}, "v": {"type": "integer", "minimum": 1},
+        "run_id": {"type": "string"}, "seq": {"type": "integer", "minimum": 0},
+        "ts": {"type": "number"}, "actor": {"type": "string"},
+        "cause": {"type": ["integer", "null"]},
+    },
+}
+"""What every event's JSON holds (SSE ``data``, WebSocket messages, stored events)."""
+
+_EVENT_NAME = "^[a-z][a-z0-9_]*(?:\\.[a-z0-9_]+)+$"
+
+
+def _run_stream_event() -> dict[str, Any]:
+    """One message of a run's SSE stream: an event, or the last one of a detached client."""
+    return {"oneOf": [
+        {"type": "object", "required": ["id", "event", "data"],
+         "properties": {
+             "id": {"type": "string", "pattern": "^[1-9][0-9]*$"},
+             "event": {"type": "string", "pattern": _EVENT_NAME},
+             "data": {"type": "string", "contentMediaType": "application/json",
+                      "contentSchema": {"$ref": "#/components/schemas/Event"}},
+             "retry": {"type": "integer"}}},
+        {"type": "object", "required": ["event", "data"],
+         "description": "the client could not keep up; the stream ends after this",
+         "properties": {
+             "event": {"const": "detached"},
+             "data": {"type": "string", "contentMediaType": "application/json",
+                      "contentSchema": {"type": "object", "required": ["reason"],
+                                        "properties": {"reason": {"type": "string"}}}}}},
+    ]}

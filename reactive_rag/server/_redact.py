@@ -66,6 +66,12 @@ class RedactingAccessLogger(AbstractAccessLogger):
     def log(self, request: BaseRequest, response: StreamResponse, time: float) -> None:
         query = "&".join(f"{k}=***" if k == "access_token" else f"{k}={v}"
                          for k, v in request.query.items())
-        target = request.path + (f"?{query}" if query else "")
+        # Decoded values may hold newlines: escaped, so no request forges a log line.
+        target = _printable(request.path + (f"?{query}" if query else ""))
         self.logger.info('%s "%s %s" %s %s %.3fs', request.remote, request.method, target,
                          response.status, response.body_length, time)
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped (``\\n``, ``\\x1b``...), on one line."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")

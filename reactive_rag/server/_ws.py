@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections.abc import Callable
 
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -19,8 +20,31 @@ from aiohttp import WSCloseCode, WSMsgType, web
 from streams import encode_json
 
 from ._feed import EventFeed
+from ._problems import make_problem
 
-__all__ = ["serve_ws"]
+__all__ = ["check_handshake", "serve_ws"]
+
+_WS_KEY = re.compile(r"[A-Za-z0-9+/]{21}[AQgw]==", re.ASCII)
+"""A ``Sec-WebSocket-Key``: 16 bytes in canonical base64 (aiohttp would take sloppier ones)."""
+
+
+def check_handshake(request: web.Request, ws: web.WebSocketResponse) -> None:
+    """400 ``websocket_required`` unless ``request`` is a WebSocket handshake ``ws`` accepts.
+
+    Exactly the handshakes the OpenAPI document lists: ``Upgrade: websocket``
+    (any case), ``upgrade`` among the ``Connection`` tokens, version 13, 8 or
+    7, and a key of 16 bytes in canonical base64 (aiohttp alone would drop
+    stray characters from it and take it).
+    """
+    headers = request.headers
+    connection = {t.strip(" \t").lower() for t in headers.get("Connection", "").split(",")}
+    if headers.get("Upgrade", "").lower() != "websocket" or "upgrade" not in connection or \
+            headers.get("Sec-WebSocket-Version") not in ("13", "8", "7") or \
+            _WS_KEY.fullmatch(headers.get("Sec-WebSocket-Key", "")) is None or \
+            not ws.can_prepare(request).ok:
+        raise make_problem(400, "websocket_required",
+                           "open a WebSocket here (Upgrade: websocket, Connection: Upgrade, "
+                           "Sec-WebSocket-Version: 13 and a Sec-WebSocket-Key)")
 
 
 async def serve_ws(request: web.Request, ws: web.WebSocketResponse, feed: EventFeed, *,

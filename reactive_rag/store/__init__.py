@@ -2,7 +2,9 @@
 
 A :class:`Recorder` subscribes to a run's stream and writes every event, in
 order, to a :class:`RunStore`; readers replay a stored run or attach to a live
-one from any ``seq`` with no gap and no duplicate.
+one from any ``seq`` with no gap and no duplicate. Each writing store is an
+owner with a lease (renewed by a :class:`LeaseKeeper`); runs of owners whose
+lease expired are marked interrupted by the others, and can be reopened.
 
 :class:`RedisRunStore` is imported on first use, so the ``redis`` package is
 only needed by those who use it.
@@ -12,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from ._base import StoreBase
 from ._exceptions import (
-    AttachGap,
     InvalidCursor,
     RunAlreadyFinished,
     RunExists,
     RunNotFound,
+    RunNotResumable,
+    RunOwnedElsewhere,
     SeqConflict,
     StoreClosed,
     StoreCorrupt,
@@ -27,9 +30,9 @@ from ._exceptions import (
     TaskExists,
     TaskNotFound,
 )
+from ._lease import LeaseKeeper, default_owner
 from ._protocol import (
     BackgroundTask,
-    LiveSource,
     RunMeta,
     RunPage,
     RunRecord,
@@ -45,10 +48,9 @@ if TYPE_CHECKING:
     from ._redis import RedisRunStore
 
 __all__ = [
-    "AttachGap",
     "BackgroundTask",
     "InvalidCursor",
-    "LiveSource",
+    "LeaseKeeper",
     "Recorder",
     "RecorderStats",
     "RedisRunStore",
@@ -56,6 +58,8 @@ __all__ = [
     "RunExists",
     "RunMeta",
     "RunNotFound",
+    "RunNotResumable",
+    "RunOwnedElsewhere",
     "RunPage",
     "RunRecord",
     "RunStatus",
@@ -73,6 +77,7 @@ __all__ = [
     "TaskNotFound",
     "TaskStatus",
     "TaskUpdate",
+    "default_owner",
 ]
 
 

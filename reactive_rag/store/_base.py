@@ -1,8 +1,10 @@
-"""What every store shares: replay, attach (stored tail then live), cursors, batch checks.
+"""What every store shares: replay, attach (stored tail then committed live events), cursors.
 
 A backend implements a few primitives (fetch a page of events, follow new
-events, read a run's status); replay and the no-gap/no-duplicate attach logic
-live here once, so SQLite and Redis behave the same.
+events, read a run's status); replay and attach live here once, so SQLite and
+Redis behave the same. Attach only ever yields committed events: the stored
+tail, then what the run's recorder commits (commit-before-deliver), so a seq a
+client saw is never given to a different event later.
 """
 
 from __future__ import annotations
@@ -10,30 +12,38 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import threading
 import time
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Protocol, Self
 
-from reactivex import Observable, abc
+from reactivex import abc
 
-from streams import Event, RunFinished, RunStream
+from streams import BridgeClosed, Event, EventBridge, RunFinished
 
-from ._exceptions import AttachGap, InvalidCursor, SeqConflict, StoreClosed, StoreReadOnly
-from ._protocol import LiveSource, RunRecord, RunStatus
+from ._exceptions import InvalidCursor, SeqConflict, StoreClosed, StoreReadOnly
+from ._protocol import RunRecord, RunStatus
 
-__all__ = ["StoreBase", "UnflushedSource", "check_batch", "make_cursor", "parse_cursor"]
+__all__ = ["CommittedSource", "StoreBase", "check_batch", "make_cursor", "parse_cursor"]
 
 PAGE = 512
 _CURSOR = re.compile(r"^(\d{16}):(.+)$", re.DOTALL)
 
 
-class UnflushedSource(Protocol):
-    """A writer (the recorder) that can show events it holds but has not yet made durable."""
+class CommittedSource(Protocol):
+    """A writer (the recorder) that hands live attachers each event once it is committed."""
 
-    def unflushed(self) -> list[Event]:
-        """Events accepted but not yet committed, in ``seq`` order."""
+    def subscribe_committed(self, sink: EventBridge[Event]) -> abc.DisposableBase:
+        """Push every event committed from now on into ``sink``, then close it."""
+        ...
+
+    @property
+    def terminal(self) -> RunFinished | None:
+        """The ending handed to clients when the store stopped taking writes, until stored."""
+        ...
+
+    @property
+    def repaired(self) -> bool:
+        """True once nothing is left to store."""
         ...
 
 
@@ -67,71 +77,51 @@ def check_batch(run_id: str, events: Sequence[Event]) -> None:
         previous = event.seq
 
 
-class _Inbox:
-    """Events pushed by the stream (any thread) for one attacher on the event loop.
-
-    A deque and one future: about a third of the cost of an ``asyncio.Queue``,
-    which matters with a thousand attachers on one run.
-    """
-
-    def __init__(self) -> None:
-        self.items: deque[Event | None] = deque()
-        self._loop = asyncio.get_running_loop()
-        self._thread = threading.get_ident()
-        self._waiter: asyncio.Future[None] | None = None
-
-    def push(self, item: Event | None) -> None:
-        if threading.get_ident() != self._thread:
-            self._loop.call_soon_threadsafe(self.push, item)
-            return
-        self.items.append(item)
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def get(self, timeout_s: float | None) -> Event | None:
-        """The next item; raises TimeoutError after ``timeout_s`` (None: wait forever)."""
-        while not self.items:
-            self._waiter = self._loop.create_future()
-            try:
-                async with asyncio.timeout(timeout_s):
-                    await self._waiter
-            finally:
-                self._waiter = None
-        return self.items.popleft()
-
-
 class StoreBase:
     """Replay and attach on top of backend primitives.
 
     Args:
-        owner: names the process (or deployment) that writes runs; on
-            :meth:`open` only this owner's runs left ``running`` are marked
-            interrupted, so several servers can share one backend.
+        owner: names the process (or deployment) that writes runs; ``None``
+            (the default) takes a new unique id (:func:`~reactive_rag.store.default_owner`).
+            On :meth:`open` this owner's runs left ``running`` (a crashed
+            previous incarnation of a stable, configured owner) are marked
+            interrupted, and so are those of owners whose lease expired; the
+            runs of live owners are left alone, so several servers can share
+            one backend.
+        lease_ttl_s: how long this owner's lease lasts after each
+            :meth:`heartbeat` (renew it well within that, e.g. with a
+            :class:`~reactive_rag.store.LeaseKeeper`).
         read_only: an operator's view (``reactive-rag runs``/``replay`` beside a
             live server): :meth:`open` recovers nothing and every write raises
             :class:`~reactive_rag.store.StoreReadOnly`.
         clock: Unix-time source for timestamps (injectable for tests).
         poll_interval_s: how often a follower without live events re-reads.
-        gap_timeout_s: how long a live attacher waits for events between the
-            stored tail and the first live event to be written.
     """
+
+    live_buffer = 4096
+    """Committed events one live attacher may hold; past that it reads them from the store."""
 
     def __init__(
         self,
         *,
-        owner: str = "default",
+        owner: str | None = None,
+        lease_ttl_s: float = 15.0,
         read_only: bool = False,
         clock: Callable[[], float] = time.time,
         poll_interval_s: float = 0.02,
-        gap_timeout_s: float = 10.0,
     ) -> None:
-        self.owner = owner
+        from ._lease import default_owner
+
+        if owner is not None and not owner:
+            raise ValueError("owner must be a non-empty string (or None for a unique id)")
+        if not lease_ttl_s > 0:
+            raise ValueError("lease_ttl_s must be > 0")
+        self.owner: str = default_owner() if owner is None else owner
+        self.lease_ttl_s = float(lease_ttl_s)
         self.read_only = read_only
         self._clock = clock
         self._poll_interval_s = poll_interval_s
-        self._gap_timeout_s = gap_timeout_s
-        self._recorders: dict[str, UnflushedSource] = {}
+        self._recorders: dict[str, CommittedSource] = {}
         self._is_open = False
 
     async def open(self) -> list[str]:
@@ -178,11 +168,11 @@ class StoreBase:
         if not self._is_open:
             raise StoreClosed(f"{type(self).__name__} is not open")
 
-    def register_writer(self, run_id: str, writer: UnflushedSource) -> None:
-        """Let live attachers of ``run_id`` see events ``writer`` holds but has not written."""
+    def register_writer(self, run_id: str, writer: CommittedSource) -> None:
+        """Let live attachers of ``run_id`` take committed events from ``writer``."""
         self._recorders[run_id] = writer
 
-    def unregister_writer(self, run_id: str, writer: UnflushedSource) -> None:
+    def unregister_writer(self, run_id: str, writer: CommittedSource) -> None:
         """Undo :meth:`register_writer` (only if ``writer`` is still the registered one)."""
         if self._recorders.get(run_id) is writer:
             del self._recorders[run_id]
@@ -202,27 +192,41 @@ class StoreBase:
             cursor = batch[-1].seq
 
     async def attach(
-        self,
-        run_id: str,
-        after_seq: int = 0,
-        live: LiveSource | None = None,
-        *,
-        tenant: str | None = None,
+        self, run_id: str, after_seq: int = 0, *, tenant: str | None = None
     ) -> AsyncIterator[Event]:
-        """Stored tail, then live events, with no gap and no duplicate (see RunStore.attach)."""
-        if isinstance(live, RunStream) and live.run_id != run_id:
-            raise ValueError(f"live stream is run {live.run_id!r}, not {run_id!r}")
+        """Committed events after ``after_seq`` until the run ends (see RunStore.attach)."""
         await self.get_run(run_id, tenant)
-        after_seq = max(0, after_seq)
-        inner = (
-            self._follow_store(run_id, after_seq)
-            if live is None
-            else self._attach_live(run_id, after_seq, live)
-        )
+        cursor = max(0, after_seq)
+        writer = self._recorders.get(run_id)
+        inner = (self._follow_store(run_id, cursor) if writer is None
+                 else self._attach_committed(run_id, cursor, writer))
+        ended = False
         # Close the inner generator with this one, so its subscription ends now.
         async with contextlib.aclosing(inner):
             async for event in inner:
                 yield event
+                ended = isinstance(event, RunFinished)
+        if not ended:
+            # The client already holds the end, or a seq past it: it gets the
+            # terminal event again, never an empty stream.
+            record = await self.get_run(run_id)
+            last = await self._fetch(run_id, record.last_seq - 1, 1)
+            if last and isinstance(last[0], RunFinished):
+                yield last[0]
+
+    async def _ends(self, run_id: str, event: RunFinished) -> bool:
+        """Whether ``event`` ends the run's stream: an interrupted run may have been resumed."""
+        if event.outcome != "interrupted":
+            return True
+        if await self._status(run_id) == "running":
+            return False
+        return not await self._fetch(run_id, event.seq, 1)
+
+    def _pending_terminal(self, run_id: str, cursor: int) -> RunFinished | None:
+        """The ending a given-up recorder handed out but could not store yet."""
+        writer = self._recorders.get(run_id)
+        terminal = None if writer is None or writer.repaired else writer.terminal
+        return terminal if terminal is not None and terminal.seq == cursor + 1 else None
 
     async def _follow_store(self, run_id: str, after_seq: int) -> AsyncGenerator[Event, None]:
         cursor = after_seq
@@ -235,64 +239,44 @@ class StoreBase:
                     if not batch:
                         return
                 else:
+                    pending = self._pending_terminal(run_id, cursor)
+                    if pending is not None:
+                        yield pending
+                        return
                     batch = await self._follow(run_id, cursor)
             for event in batch:
                 if event.seq <= cursor:
                     continue
                 yield event
                 cursor = event.seq
-                if isinstance(event, RunFinished):
+                if isinstance(event, RunFinished) and await self._ends(run_id, event):
                     return
 
-    async def _attach_live(
-        self, run_id: str, after_seq: int, live: LiveSource
+    async def _attach_committed(
+        self, run_id: str, after_seq: int, writer: CommittedSource
     ) -> AsyncGenerator[Event, None]:
-        inbox = _Inbox()
-
-        in_memory = False
-        if isinstance(live, RunStream):
-            try:  # the stream keeps its whole history: it alone has everything, no I/O
-                source: Observable[Event] = live.replay(after_seq)
-                in_memory = True
-            except RuntimeError:
-                source = live.events
-        else:
-            source = live
-        # Subscribe before reading the store: everything published from now on
-        # is queued, and everything before is stored, held by the recorder, or
-        # in the stream's history, which _fill_gap consults.
-        subscription: abc.DisposableBase = source.subscribe(
-            inbox.push, lambda _exc: inbox.push(None), lambda: inbox.push(None)
-        )
+        # Subscribe before reading the store: every event committed from now on
+        # reaches the sink, and every one committed before is in the store.
+        sink: EventBridge[Event] = EventBridge(self.live_buffer)
+        subscription = writer.subscribe_committed(sink)
         try:
             cursor = after_seq
-            while not in_memory:
+            while True:
                 batch = await self._fetch(run_id, cursor, PAGE)
                 for event in batch:
                     yield event
                     cursor = event.seq
-                    if isinstance(event, RunFinished):
+                    if isinstance(event, RunFinished) and await self._ends(run_id, event):
                         return
                 if len(batch) < PAGE:
                     break
             while True:
-                if inbox.items:
-                    item = inbox.items.popleft()
-                elif isinstance(live, RunStream) and live.last_seq <= cursor:
-                    item = await inbox.get(None)  # nothing is missing: wait for the next
-                else:
-                    try:
-                        item = await inbox.get(self._poll_interval_s)
-                    except TimeoutError:
-                        # Quiet stream: events published before we subscribed
-                        # may still be missing and no live event will show the gap.
-                        for event in await self._catch_up(run_id, cursor, live):
-                            yield event
-                            cursor = event.seq
-                            if isinstance(event, RunFinished):
-                                return
-                        continue
-                if item is None:  # the live source ended: whatever is left is in the store
+                try:
+                    item = await sink.get()
+                except BridgeClosed:
+                    item = None
+                if item is None:
+                    # The writer ended, or we fell behind: what it committed is stored.
                     rest = self._follow_store(run_id, cursor)
                     async with contextlib.aclosing(rest):
                         async for event in rest:
@@ -300,55 +284,13 @@ class StoreBase:
                     return
                 if item.seq <= cursor:
                     continue
-                if item.seq > cursor + 1:
-                    for event in await self._fill_gap(run_id, cursor, item.seq, live):
+                if item.seq > cursor + 1:  # committed meanwhile: read it back
+                    for event in await self._fetch(run_id, cursor, item.seq - cursor - 1):
                         yield event
                         cursor = event.seq
                 yield item
                 cursor = item.seq
-                if isinstance(item, RunFinished):
+                if isinstance(item, RunFinished) and await self._ends(run_id, item):
                     return
         finally:
             subscription.dispose()
-
-    async def _catch_up(self, run_id: str, cursor: int, live: LiveSource) -> list[Event]:
-        if isinstance(live, RunStream):
-            newest = live.last_seq
-            return await self._fill_gap(run_id, cursor, newest + 1, live) if newest > cursor else []
-        return await self._fetch(run_id, cursor, PAGE)
-
-    async def _fill_gap(
-        self, run_id: str, cursor: int, upto: int, live: LiveSource
-    ) -> list[Event]:
-        """Events ``cursor < seq < upto``: from memory if held there, else once written."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._gap_timeout_s
-        found: dict[int, Event] = {}
-        while True:
-            # Memory first, then the store: an event leaves the recorder's
-            # memory only after it is committed, so reading in this order
-            # cannot miss one that moves in between.
-            if isinstance(live, RunStream):
-                for event in live.history(cursor):
-                    if event.seq >= upto:
-                        break
-                    found[event.seq] = event
-            writer = self._recorders.get(run_id)
-            if writer is not None:
-                for event in writer.unflushed():
-                    if cursor < event.seq < upto:
-                        found[event.seq] = event
-            missing = [seq for seq in range(cursor + 1, upto) if seq not in found]
-            if missing:
-                start = missing[0] - 1
-                for event in await self._fetch(run_id, start, upto - start - 1):
-                    if event.seq < upto:
-                        found[event.seq] = event
-                missing = [seq for seq in missing if seq not in found]
-            if not missing:
-                return [found[seq] for seq in range(cursor + 1, upto)]
-            if loop.time() >= deadline:
-                raise AttachGap(
-                    f"run {run_id!r}: events {missing[0]}..{missing[-1]} were never stored"
-                )
-            await asyncio.sleep(self._poll_interval_s)

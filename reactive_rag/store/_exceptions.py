@@ -8,10 +8,12 @@ Hierarchy::
     ├── RunExists(StoreError, ValueError)          create_run with an id in use
     ├── TaskExists(StoreError, ValueError)         create_task with an id in use
     ├── RunAlreadyFinished(StoreError)             append to a finished/interrupted run
+    ├── RunOwnedElsewhere(RunAlreadyFinished)      append by a writer whose run was resumed
+    │                                              elsewhere (it lost its lease)
+    ├── RunNotResumable(StoreError)                reopen of a run that is not interrupted
     ├── TaskAlreadyFinished(StoreError)            update of a done/failed/cancelled task
     ├── SeqConflict(StoreError, ValueError)        appended events leave a gap in ``seq``
     ├── InvalidCursor(StoreError, ValueError)      a ``before`` page cursor we did not issue
-    ├── AttachGap(StoreError)                      a live attacher could not fill a gap in time
     ├── StoreClosed(StoreError, RuntimeError)      used before open() or after close()
     ├── StoreReadOnly(StoreError, PermissionError) a write through a store opened read-only
     ├── StoreUnavailable(StoreError, ConnectionError)  backend unreachable (retryable)
@@ -25,11 +27,12 @@ another tenant, so an error never tells a caller that an id exists.
 from __future__ import annotations
 
 __all__ = [
-    "AttachGap",
     "InvalidCursor",
     "RunAlreadyFinished",
     "RunExists",
     "RunNotFound",
+    "RunNotResumable",
+    "RunOwnedElsewhere",
     "SeqConflict",
     "StoreClosed",
     "StoreCorrupt",
@@ -74,6 +77,23 @@ class RunAlreadyFinished(StoreError):
     """The run is finished or interrupted; its event log is closed."""
 
 
+class RunOwnedElsewhere(RunAlreadyFinished):
+    """The run was recovered and reopened by another owner: this writer's log is closed.
+
+    Fences a writer that lost its lease (a paused or partitioned server) from
+    appending into the run another server resumed.
+    """
+
+
+class RunNotResumable(StoreError):
+    """Only an ``interrupted`` run can be reopened (this one is running or finished)."""
+
+    def __init__(self, run_id: str, status: str) -> None:
+        super().__init__(f"run {run_id!r} is {status}: only an interrupted run can be reopened")
+        self.run_id = run_id
+        self.status = status
+
+
 class TaskAlreadyFinished(StoreError):
     """The task reached a final status; it is never overwritten."""
 
@@ -84,10 +104,6 @@ class SeqConflict(StoreError, ValueError):
 
 class InvalidCursor(StoreError, ValueError):
     """A page cursor that this store did not issue."""
-
-
-class AttachGap(StoreError):
-    """Events between the stored tail and the live stream never became available."""
 
 
 class StoreClosed(StoreError, RuntimeError):

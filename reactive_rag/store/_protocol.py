@@ -14,13 +14,11 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol, Self, runtime_checkable
 
 from pydantic import JsonValue
-from reactivex import Observable
 
-from streams import Event, Outcome, RunStream
+from streams import Event, Outcome
 
 __all__ = [
     "BackgroundTask",
-    "LiveSource",
     "RunMeta",
     "RunPage",
     "RunRecord",
@@ -31,10 +29,6 @@ __all__ = [
 ]
 
 RunStatus = Literal["running", "finished", "interrupted"]
-
-LiveSource = RunStream | Observable[Event]
-"""Where :meth:`RunStore.attach` takes live events from when the run is in this process."""
-
 
 @dataclass(frozen=True, slots=True)
 class RunMeta:
@@ -127,10 +121,27 @@ class RunStore(Protocol):
     :meth:`open` and after :meth:`close`, and
     :class:`~reactive_rag.store.StoreUnavailable` when the backend is down.
     A ``tenant`` argument of ``None`` means an operator (no tenant scope).
+
+    Every writing store is an ``owner`` holding a lease that lasts
+    ``lease_ttl_s`` after each :meth:`heartbeat`; the ``running`` runs of an
+    owner whose lease expired (or who never had one, e.g. rows written before
+    leases existed) were left by a process that is gone, and any other owner
+    marks them ``interrupted`` (:meth:`recover_expired`).
     """
 
+    owner: str
+    """Who writes this store's runs: a configured name, or a unique id per store."""
+
+    lease_ttl_s: float
+    """How long this owner's lease lasts after a :meth:`heartbeat` (seconds)."""
+
     async def open(self) -> list[str]:
-        """Connect, create the schema, mark runs a crash left running as ``interrupted``.
+        """Connect, create the schema, write this owner's lease, then recover.
+
+        Marks ``interrupted`` this owner's own ``running`` runs (a previous
+        incarnation of the same configured owner crashed) and those of owners
+        whose lease expired (as :meth:`recover_expired`). A read-only store
+        writes and recovers nothing.
 
         Returns:
             ids of the runs that were marked interrupted.
@@ -138,7 +149,44 @@ class RunStore(Protocol):
         ...
 
     async def close(self) -> None:
-        """Release connections; idempotent."""
+        """Delete this owner's lease (best effort), release connections; idempotent."""
+        ...
+
+    async def heartbeat(self) -> None:
+        """Write or renew this owner's lease: it expires ``lease_ttl_s`` from now.
+
+        Raises:
+            StoreReadOnly: the store was opened read-only.
+            StoreUnavailable: the backend is down or refuses the write.
+        """
+        ...
+
+    async def recover_expired(self) -> list[str]:
+        """Mark ``interrupted`` the running runs of other owners whose lease expired.
+
+        Each such run gets the same terminal ``run.finished(interrupted)`` event
+        at ``last_seq + 1`` as crash recovery on :meth:`open`, exactly once even
+        when several replicas sweep at the same time. A read-only store returns
+        ``[]`` and writes nothing.
+
+        Returns:
+            ids of the runs marked interrupted by this call.
+        """
+        ...
+
+    async def reopen(self, run_id: str, tenant: str | None = None) -> RunRecord:
+        """Resume an ``interrupted`` run: ``running`` again, owned by this owner.
+
+        The outcome is cleared and the stored events stay as they are
+        (including the ``run.finished(interrupted)`` that ends them); appends
+        then continue at ``last_seq + 1``, and a later ``run.finished`` closes
+        the run as usual. Atomic: of two concurrent reopens, one succeeds.
+
+        Raises:
+            RunNotFound: missing, or another tenant's.
+            RunNotResumable: the run is running or finished, not interrupted.
+            StoreReadOnly: the store was opened read-only.
+        """
         ...
 
     async def __aenter__(self) -> Self:
@@ -163,6 +211,8 @@ class RunStore(Protocol):
         Events must continue the stored ``seq`` (``last_seq + 1``, ``+ 2``...);
         events at or below ``last_seq`` are ignored, so re-sending a batch is
         harmless. A ``run.finished`` event sets the run's status and outcome.
+        A run :meth:`reopen` made ``running`` again takes events after its
+        stored ``run.finished(interrupted)``.
 
         Raises:
             RunNotFound, RunAlreadyFinished, SeqConflict.
@@ -202,25 +252,21 @@ class RunStore(Protocol):
         ...
 
     def attach(
-        self,
-        run_id: str,
-        after_seq: int = 0,
-        live: LiveSource | None = None,
-        *,
-        tenant: str | None = None,
+        self, run_id: str, after_seq: int = 0, *, tenant: str | None = None
     ) -> AsyncIterator[Event]:
-        """Events with ``seq > after_seq``: the stored tail, then live ones, until the run ends.
+        """Committed events with ``seq > after_seq``, stored tail then live, until the run ends.
 
-        ``live`` is the run's stream when it runs in this process; without it
-        the store itself is followed (another process may be writing). Ends
-        after ``run.finished`` (a crashed run ends with the ``run.finished``
-        of outcome ``interrupted`` that recovery stores). An async generator:
-        ``RunNotFound`` surfaces on the first iteration, and closing it early
-        (``contextlib.aclosing``) unsubscribes from ``live`` at once.
-
-        Raises:
-            AttachGap: events between the stored tail and the first live event
-                never became available (nothing records the run).
+        Only committed events are yielded (commit-before-deliver): when this
+        process records the run, each event comes as soon as its batch is
+        committed; otherwise the store is followed (another process may be
+        writing). Ends after ``run.finished``; a ``run.finished(interrupted)``
+        that a resume continued (a ``run.resumed`` follows) does not end it. A
+        client already holding the last seq of an ended run (or a seq the store
+        never had) gets the terminal event again, never an empty stream. If the
+        store stopped taking the run's events, the stream ends with the
+        ``run.finished(failed)`` the recorder will store once it can. An async
+        generator: ``RunNotFound`` surfaces on the first iteration; closing it
+        early (``contextlib.aclosing``) unsubscribes at once.
         """
         ...
 

@@ -18,17 +18,29 @@ Keys (under ``prefix``)::
     ev:<id>           stream: one entry per event, id 0-<seq>, one field d (msgpack)
     tenant:<tenant>   sorted set (lexicographic): one page cursor per run
     running:<owner>   set: ids of that owner's running runs
+    owners            set: owners that created or reopened runs (swept for expired
+                      leases; an owner leaves it once its lease lapsed and it has
+                      no running run left)
+    lease:<owner>     string: when that owner's lease expires (Unix microseconds,
+                      by the writers' clocks); the key's own PX expiry, twice the
+                      TTL, only cleans up after owners that are gone
     task:<id>         hash: a background task
     tasks:unfinished  sorted set by creation time: pending/running task ids
 
 The scripts build the ``running:<owner>`` key themselves, so this layout is
-for a single Redis server (not Redis Cluster).
+for a single Redis server (not Redis Cluster). :meth:`RedisRunStore.open` also
+finds the owners to sweep by ``SCAN`` over ``running:*``, so that runs written
+before leases (and the ``owners`` set) existed, e.g. under owner ``default``,
+are recovered too; the periodic sweep reads the ``owners`` set only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import math
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -44,6 +56,8 @@ from ._exceptions import (
     RunAlreadyFinished,
     RunExists,
     RunNotFound,
+    RunNotResumable,
+    RunOwnedElsewhere,
     SeqConflict,
     StoreCorrupt,
     StoreError,
@@ -72,6 +86,7 @@ redis.call('HSET', KEYS[1], 'tenant', ARGV[1], 'question', ARGV[2], 'mode', ARGV
     'updated_us', ARGV[5], 'last_seq', 0)
 redis.call('ZADD', KEYS[2], 0, ARGV[6])
 redis.call('SADD', KEYS[3], ARGV[7])
+redis.call('SADD', KEYS[4], ARGV[4])
 return 1
 """
 
@@ -83,11 +98,12 @@ local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return {-1, 0} end
 local last = tonumber(redis.call('HGET', KEYS[1], 'last_seq'))
 local first = nil
-for i = 6, #ARGV, 2 do
+for i = 7, #ARGV, 2 do
   if tonumber(ARGV[i]) > last then first = i; break end
 end
 if not first then return {0, last} end
 if status ~= 'running' then return {-2, last} end
+if redis.call('HGET', KEYS[1], 'owner') ~= ARGV[6] then return {-4, last} end
 if tonumber(ARGV[first]) ~= last + 1 then return {-3, last} end
 local seq = ARGV[first]
 for i = first, #ARGV, 2 do
@@ -112,6 +128,61 @@ redis.call('HSET', KEYS[1], 'status', 'finished', 'outcome', ARGV[4], 'updated_u
 local owner = redis.call('HGET', KEYS[1], 'owner')
 redis.call('SREM', ARGV[1] .. 'running:' .. owner, ARGV[2])
 return 1
+"""
+
+# Interrupt one run of an owner. KEYS: run hash, event stream, that owner's lease.
+# ARGV: prefix, run id, now_us, owner, expected last_seq, terminal event data,
+# '1' when the owner's lease must have expired. Returns 1 interrupted, 0 not running
+# (or no longer this owner's), -1 no run, -3 last_seq moved on (retry), -5 lease alive.
+_INTERRUPT = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then
+  redis.call('SREM', ARGV[1] .. 'running:' .. ARGV[4], ARGV[2])
+  return -1
+end
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if status ~= 'running' or owner ~= ARGV[4] then
+  redis.call('SREM', ARGV[1] .. 'running:' .. ARGV[4], ARGV[2])
+  return 0
+end
+if ARGV[7] == '1' then
+  local expires = redis.call('GET', KEYS[3])
+  if expires and tonumber(expires) > tonumber(ARGV[3]) then return -5 end
+end
+local last = tonumber(redis.call('HGET', KEYS[1], 'last_seq'))
+if last ~= tonumber(ARGV[5]) then return -3 end
+local seq = last + 1
+redis.call('XADD', KEYS[2], '0-' .. seq, 'd', ARGV[6])
+redis.call('HSET', KEYS[1], 'status', 'interrupted', 'outcome', 'interrupted',
+    'last_seq', seq, 'updated_us', ARGV[3])
+redis.call('SREM', ARGV[1] .. 'running:' .. owner, ARGV[2])
+return 1
+"""
+
+# KEYS: run hash, owners set. ARGV: prefix, run id, now_us, new owner, tenant ('' = any).
+# Returns {1, fields...} reopened, {-1} no run (or another tenant's), {-2, status}.
+_REOPEN = """
+local fields = redis.call('HGETALL', KEYS[1])
+if #fields == 0 then return {-1} end
+local status = redis.call('HGET', KEYS[1], 'status')
+if ARGV[5] ~= '' and redis.call('HGET', KEYS[1], 'tenant') ~= ARGV[5] then return {-1} end
+if status ~= 'interrupted' then return {-2, status} end
+redis.call('HSET', KEYS[1], 'status', 'running', 'outcome', '', 'owner', ARGV[4],
+    'updated_us', ARGV[3])
+redis.call('SADD', ARGV[1] .. 'running:' .. ARGV[4], ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[4])
+local reply = redis.call('HGETALL', KEYS[1])
+table.insert(reply, 1, 1)
+return reply
+"""
+
+# KEYS: owners set, that owner's running set, its lease. ARGV: owner, now_us.
+# Drops an owner with no running run and no live lease from the sweep.
+_FORGET_OWNER = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local expires = redis.call('GET', KEYS[3])
+if expires and tonumber(expires) > tonumber(ARGV[2]) then return 0 end
+return redis.call('SREM', KEYS[1], ARGV[1])
 """
 
 # KEYS: task hash, unfinished zset. ARGV: task id, now_us, unfinished ('1'/'0'),
@@ -152,6 +223,11 @@ def _translated() -> Iterator[None]:
         raise StoreError(f"Redis: {exc}") from exc
 
 
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally by a Redis ``SCAN MATCH`` pattern."""
+    return re.sub(r"([*?\[\]\\])", r"\\\1", text)
+
+
 def _text(fields: dict[bytes, bytes], name: str) -> str:
     return fields[name.encode()].decode()
 
@@ -162,12 +238,12 @@ class RedisRunStore(StoreBase):
     Args:
         url: ``redis://host:port/db``.
         prefix: namespace of every key (lets tests and deployments share a server).
-        owner: see :class:`StoreBase`.
+        owner: see :class:`StoreBase` (its lease is the ``lease:<owner>`` key).
         block_s: how long one ``XREAD BLOCK`` of a follower waits before re-checking.
         max_connections: pool size for reads and writes.
         max_followers: pool size for followers without a live stream (one
             connection each while waiting; more followers queue for a turn).
-        **options: ``read_only``, ``clock``, ``poll_interval_s``, ``gap_timeout_s``.
+        **options: ``lease_ttl_s``, ``read_only``, ``clock``, ``poll_interval_s``.
     """
 
     def __init__(
@@ -175,7 +251,7 @@ class RedisRunStore(StoreBase):
         url: str,
         *,
         prefix: str = "rr:",
-        owner: str = "default",
+        owner: str | None = None,
         block_s: float = 1.0,
         max_connections: int = 32,
         max_followers: int = 64,
@@ -193,7 +269,11 @@ class RedisRunStore(StoreBase):
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def open(self) -> list[str]:
-        """Connect (checking the server answers), then mark crashed runs interrupted."""
+        """Connect (checking the server answers), write this owner's lease, then recover.
+
+        Recovers this owner's own ``running`` runs and those of owners whose
+        lease expired; a read-only open writes and recovers nothing.
+        """
         if self._is_open:
             return []
         # Two bounded pools that wait for a free connection rather than fail:
@@ -216,11 +296,22 @@ class RedisRunStore(StoreBase):
         self._finish = client.register_script(_FINISH)
         self._update_task = client.register_script(_UPDATE_TASK)
         self._create_task = client.register_script(_CREATE_TASK)
+        self._interrupt = client.register_script(_INTERRUPT)
+        self._reopen = client.register_script(_REOPEN)
+        self._forget_owner = client.register_script(_FORGET_OWNER)
         self._is_open = True
-        return [] if self.read_only else await self.mark_interrupted()
+        if self.read_only:
+            return []
+        await self.heartbeat()
+        return [*await self.mark_interrupted(), *await self._recover_expired(scan=True)]
 
     async def close(self) -> None:
-        """Close the connection pool; idempotent."""
+        """Delete this owner's lease (best effort), close the connection pools; idempotent."""
+        if self._is_open and not self.read_only and self._client is not None:
+            # Tidiness only (the lease expires anyway): never hold a shutdown up for it.
+            with contextlib.suppress(StoreError, TimeoutError), _translated():
+                async with asyncio.timeout(2.0):
+                    await self._client.delete(self._lease_key(self.owner))
         self._is_open = False
         client, self._client = self._client, None
         followers, self._followers = self._followers, None
@@ -245,6 +336,16 @@ class RedisRunStore(StoreBase):
     def _task_key(self, task_id: str) -> str:
         return f"{self.prefix}task:{task_id}"
 
+    def _lease_key(self, owner: str) -> str:
+        return f"{self.prefix}lease:{owner}"
+
+    def _running_key(self, owner: str) -> str:
+        return f"{self.prefix}running:{owner}"
+
+    @property
+    def _owners_key(self) -> str:
+        return f"{self.prefix}owners"
+
     # --- runs --------------------------------------------------------------------------------
 
     async def create_run(self, meta: RunMeta) -> RunRecord:
@@ -261,6 +362,7 @@ class RedisRunStore(StoreBase):
                     self._run_key(meta.run_id),
                     f"{self.prefix}tenant:{meta.tenant}",
                     f"{self.prefix}running:{self.owner}",
+                    self._owners_key,
                 ],
                 args=[meta.tenant, meta.question, meta.mode, self.owner, now, cursor,
                       meta.run_id],
@@ -288,7 +390,7 @@ class RedisRunStore(StoreBase):
         self._check_open()
         if not events:
             return (await self.get_run(run_id)).last_seq
-        args: list[Any] = [self.prefix, run_id, self._now_us(), status, outcome]
+        args: list[Any] = [self.prefix, run_id, self._now_us(), status, outcome, self.owner]
         for event in events:
             args.extend((event.seq, encode_msgpack(event)))
         with _translated():
@@ -299,6 +401,9 @@ class RedisRunStore(StoreBase):
             raise RunNotFound(run_id)
         if code == -2:
             raise RunAlreadyFinished(f"run {run_id!r} is closed; cannot append")
+        if code == -4:
+            raise RunOwnedElsewhere(f"run {run_id!r} is written by another owner now "
+                                    "(it was recovered and resumed); cannot append")
         if code == -3:
             raise SeqConflict(
                 f"run {run_id!r} has events up to seq {last}; got seq {events[0].seq}.."
@@ -321,26 +426,92 @@ class RedisRunStore(StoreBase):
     async def mark_interrupted(self) -> list[str]:
         """Close this owner's ``running`` runs with a stored ``run.finished(interrupted)``."""
         self._writable()
+        return await self._interrupt_owner(self.owner, require_expired=False)
+
+    async def _interrupt_owner(self, owner: str, *, require_expired: bool) -> list[str]:
+        """Interrupt ``owner``'s running runs, one script per run (status checked inside)."""
         with _translated():
-            members = await self._redis.smembers(f"{self.prefix}running:{self.owner}")
+            members = await self._redis.smembers(self._running_key(owner))
         marked = []
         for raw in sorted(members):
             run_id = raw.decode()
             for _attempt in range(10):
-                record = await self.get_run(run_id)
-                if record.status != "running":
-                    break
+                with _translated():
+                    last = await self._redis.hget(self._run_key(run_id), "last_seq")
                 terminal = RunFinished(
                     outcome="interrupted", reason=INTERRUPTED_REASON, run_id=run_id,
-                    seq=record.last_seq + 1, ts=self._clock(), actor="store",
+                    seq=int(last or 0) + 1, ts=self._clock(), actor="store",
                 )
-                try:
-                    await self._run_append(run_id, [terminal], "interrupted", "interrupted")
-                except SeqConflict:
+                with _translated():
+                    code = await self._interrupt(
+                        keys=[self._run_key(run_id), self._ev_key(run_id),
+                              self._lease_key(owner)],
+                        args=[self.prefix, run_id, self._now_us(), owner, terminal.seq - 1,
+                              encode_msgpack(terminal), "1" if require_expired else "0"],
+                    )
+                if code == -3:
                     continue  # a late write landed in between: try again on top of it
-                marked.append(run_id)
+                if code == 1:
+                    marked.append(run_id)
+                if code == -5:  # the owner renewed its lease meanwhile: it is alive
+                    return marked
                 break
         return marked
+
+    async def heartbeat(self) -> None:
+        """Write or renew this owner's lease key, ``lease_ttl_s`` from now."""
+        self._writable()
+        expires = self._now_us() + int(self.lease_ttl_s * 1_000_000)
+        with _translated():
+            await self._redis.set(self._lease_key(self.owner), expires,
+                                  px=max(1, math.ceil(self.lease_ttl_s * 2000)))
+
+    async def recover_expired(self) -> list[str]:
+        """Interrupt the running runs of other owners whose lease expired (or who have none)."""
+        if self.read_only:
+            self._check_open()
+            return []
+        return await self._recover_expired(scan=False)
+
+    async def _recover_expired(self, *, scan: bool) -> list[str]:
+        """Sweep the ``owners`` set (and, with ``scan``, every ``running:*`` key too)."""
+        with _translated():
+            owners = {raw.decode() for raw in await self._redis.smembers(self._owners_key)}
+            if scan:  # runs written before the owners set existed
+                pattern = _glob_escape(f"{self.prefix}running:") + "*"
+                start = len(f"{self.prefix}running:".encode())
+                async for key in self._redis.scan_iter(match=pattern, count=1000):
+                    owners.add(bytes(key[start:]).decode())
+        owners.discard(self.owner)
+        recovered: list[str] = []
+        for owner in sorted(owners):
+            with _translated():
+                expires = await self._redis.get(self._lease_key(owner))
+            if expires is not None and int(expires) > self._now_us():
+                continue  # alive (checked again, atomically, per run)
+            recovered += await self._interrupt_owner(owner, require_expired=True)
+            with _translated():
+                await self._forget_owner(
+                    keys=[self._owners_key, self._running_key(owner), self._lease_key(owner)],
+                    args=[owner, self._now_us()],
+                )
+        return recovered
+
+    async def reopen(self, run_id: str, tenant: str | None = None) -> RunRecord:
+        """An ``interrupted`` run becomes ``running`` again under this owner (one script)."""
+        self._writable()
+        self._check_open()
+        with _translated():
+            reply = await self._reopen(
+                keys=[self._run_key(run_id), self._owners_key],
+                args=[self.prefix, run_id, self._now_us(), self.owner, tenant or ""],
+            )
+        if reply[0] == -1:
+            raise RunNotFound(run_id)
+        if reply[0] == -2:
+            raise RunNotResumable(run_id, bytes(reply[1]).decode())
+        flat = reply[1:]
+        return self._record(run_id, dict(zip(flat[::2], flat[1::2], strict=True)))
 
     def _record(self, run_id: str, fields: dict[bytes, bytes]) -> RunRecord:
         created_us = int(fields[b"created_us"])

@@ -8,11 +8,16 @@ with no event-loop round trips. WAL lets the reader replay and follow runs
 while the writer commits. ``synchronous=NORMAL`` keeps every committed
 transaction through a process crash (``kill -9``); pass ``synchronous="FULL"``
 to also survive a power loss, at the cost of an fsync per commit.
+
+Owner leases live in the ``owners`` table (schema version 2; a version-1 file
+gains the table on its first writable open): one row per live owner with the
+time its lease expires.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -28,6 +33,8 @@ from ._exceptions import (
     RunAlreadyFinished,
     RunExists,
     RunNotFound,
+    RunNotResumable,
+    RunOwnedElsewhere,
     SeqConflict,
     StoreClosed,
     StoreCorrupt,
@@ -51,7 +58,7 @@ __all__ = ["SqliteRunStore"]
 
 _T = TypeVar("_T")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the owners (lease) table
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -91,6 +98,10 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (created_us)
     WHERE status IN ('pending', 'running');
+CREATE TABLE IF NOT EXISTS owners (
+    owner      TEXT PRIMARY KEY,
+    expires_us INTEGER NOT NULL
+);
 """
 
 _RUN_COLUMNS = (
@@ -117,6 +128,19 @@ def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
         last_seq=last_seq,
         cursor=make_cursor(created_us, run_id),
     )
+
+
+def _transaction(conn: sqlite3.Connection, fn: Callable[[], _T]) -> _T:
+    """``fn()`` inside one ``BEGIN IMMEDIATE`` transaction (rolled back if it raises)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn()
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:  # SQLITE_FULL and friends roll back by themselves
+            conn.execute("ROLLBACK")
+        raise
+    return result
 
 
 def _task_from_row(row: tuple[Any, ...]) -> BackgroundTask:
@@ -207,14 +231,14 @@ class SqliteRunStore(StoreBase):
         owner: see :class:`StoreBase`; one process per owner writes to a file.
         synchronous: SQLite ``synchronous`` pragma (``NORMAL`` or ``FULL``).
         busy_timeout_s: how long a write waits for another process's lock.
-        **options: ``read_only``, ``clock``, ``poll_interval_s``, ``gap_timeout_s``.
+        **options: ``lease_ttl_s``, ``read_only``, ``clock``, ``poll_interval_s``.
     """
 
     def __init__(
         self,
         path: str | Path,
         *,
-        owner: str = "default",
+        owner: str | None = None,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         busy_timeout_s: float = 5.0,
         **options: Any,
@@ -239,7 +263,11 @@ class SqliteRunStore(StoreBase):
         return conn
 
     async def open(self) -> list[str]:
-        """Open (creating the schema), then mark this owner's crashed runs interrupted."""
+        """Open (creating the schema), write this owner's lease, then recover crashed runs.
+
+        Recovers this owner's own ``running`` runs and those of owners whose
+        lease expired; a read-only open writes and recovers nothing.
+        """
         if self._is_open:
             return []
         if self.read_only and not self.path.exists():
@@ -248,7 +276,8 @@ class SqliteRunStore(StoreBase):
         writer, reader = _Connection("rr-store-w"), _Connection("rr-store-r")
         try:
             await writer.connect(self._connect)
-            await writer.call(self._create_schema)
+            await writer.call(self._create_schema_rw if not self.read_only
+                              else self._create_schema_ro)
             await reader.connect(self._connect)
         except BaseException:
             await writer.close()
@@ -256,10 +285,17 @@ class SqliteRunStore(StoreBase):
             raise
         self._writer, self._reader = writer, reader
         self._is_open = True
-        return [] if self.read_only else await self.mark_interrupted()
+        if self.read_only:
+            return []
+        await self.heartbeat()
+        now = self._now_us()
+        return await self._write(lambda conn: _transaction(conn, lambda: [
+            *self._interrupt_locked(conn, "owner = ?", (self.owner,), now),
+            *self._interrupt_expired_locked(conn, now),
+        ]))
 
     @staticmethod
-    def _create_schema(conn: sqlite3.Connection) -> None:
+    def _create_schema_rw(conn: sqlite3.Connection) -> None:
         (version,) = conn.execute("PRAGMA user_version").fetchone()
         if version > SCHEMA_VERSION:
             raise StoreError(
@@ -268,8 +304,27 @@ class SqliteRunStore(StoreBase):
         conn.executescript(_SCHEMA)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
+    @staticmethod
+    def _create_schema_ro(conn: sqlite3.Connection) -> None:
+        """A read-only open never upgrades a file (an older live server keeps opening it)."""
+        (version,) = conn.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"store schema version {version} is newer than this code ({SCHEMA_VERSION})"
+            )
+        has_runs = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'"
+        ).fetchone()
+        if has_runs is None:  # an empty file: give readers tables to read (as before)
+            SqliteRunStore._create_schema_rw(conn)
+
     async def close(self) -> None:
-        """Close both connections; idempotent."""
+        """Delete this owner's lease (best effort), close both connections; idempotent."""
+        if self._is_open and not self.read_only and self._writer is not None:
+            owner = self.owner
+            with contextlib.suppress(StoreError):  # tidiness only: the lease expires anyway
+                await self._writer.call(lambda conn: conn.execute(
+                    "DELETE FROM owners WHERE owner = ?", (owner,)).close())
         self._is_open = False
         writer, reader = self._writer, self._reader
         self._writer = self._reader = None
@@ -329,32 +384,27 @@ class SqliteRunStore(StoreBase):
         batch = list(events)
 
         def do(conn: sqlite3.Connection) -> int:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                last = self._append_locked(conn, run_id, batch, now)
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return last
+            return _transaction(conn, lambda: self._append_locked(conn, run_id, batch, now))
 
         return await self._write(do)
 
-    @staticmethod
     def _append_locked(
-        conn: sqlite3.Connection, run_id: str, batch: list[Event], now: int
+        self, conn: sqlite3.Connection, run_id: str, batch: list[Event], now: int
     ) -> int:
         row = conn.execute(
-            "SELECT status, last_seq FROM runs WHERE run_id = ?", (run_id,)
+            "SELECT status, last_seq, owner FROM runs WHERE run_id = ?", (run_id,)
         ).fetchone()
         if row is None:
             raise RunNotFound(run_id)
-        status, last = row
+        status, last, owner = row
         fresh = [event for event in batch if event.seq > last]
         if not fresh:
             return int(last)
         if status != "running":
             raise RunAlreadyFinished(f"run {run_id!r} is {status}; cannot append")
+        if owner != self.owner:
+            raise RunOwnedElsewhere(f"run {run_id!r} is written by another owner now "
+                                    "(it was recovered and resumed); cannot append")
         if fresh[0].seq != last + 1:
             raise SeqConflict(
                 f"run {run_id!r} has events up to seq {last}; got seq {fresh[0].seq}"
@@ -400,40 +450,104 @@ class SqliteRunStore(StoreBase):
         """Close this owner's ``running`` runs with a stored ``run.finished(interrupted)``."""
         self._writable()
         now = self._now_us()
-        clock = self._clock
+        return await self._write(lambda conn: _transaction(
+            conn, lambda: self._interrupt_locked(conn, "owner = ?", (self.owner,), now)))
 
-        def do(conn: sqlite3.Connection) -> list[str]:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                rows = conn.execute(
-                    "SELECT run_id, last_seq FROM runs WHERE status = 'running' AND owner = ?",
-                    (self.owner,),
-                ).fetchall()
-                for run_id, last in rows:
-                    terminal = RunFinished(
-                        outcome="interrupted",
-                        reason=INTERRUPTED_REASON,
-                        run_id=run_id,
-                        seq=last + 1,
-                        ts=clock(),
-                        actor="store",
-                    )
-                    conn.execute(
-                        "INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
-                        (run_id, terminal.seq, terminal.type, encode_msgpack(terminal)),
-                    )
-                    conn.execute(
-                        "UPDATE runs SET status = 'interrupted', outcome = 'interrupted',"
-                        " last_seq = ?, updated_us = ? WHERE run_id = ?",
-                        (terminal.seq, now, run_id),
-                    )
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return [str(run_id) for run_id, _ in rows]
+    def _interrupt_locked(
+        self, conn: sqlite3.Connection, where: str, params: tuple[Any, ...], now: int
+    ) -> list[str]:
+        """In a write transaction: interrupt the ``running`` runs matching ``where``."""
+        rows = conn.execute(
+            f"SELECT run_id, last_seq FROM runs WHERE status = 'running' AND {where}"
+            " ORDER BY run_id",
+            params,
+        ).fetchall()
+        for run_id, last in rows:
+            terminal = RunFinished(
+                outcome="interrupted",
+                reason=INTERRUPTED_REASON,
+                run_id=run_id,
+                seq=last + 1,
+                ts=self._clock(),
+                actor="store",
+            )
+            conn.execute(
+                "INSERT INTO events (run_id, seq, type, data) VALUES (?, ?, ?, ?)",
+                (run_id, terminal.seq, terminal.type, encode_msgpack(terminal)),
+            )
+            conn.execute(
+                "UPDATE runs SET status = 'interrupted', outcome = 'interrupted',"
+                " last_seq = ?, updated_us = ? WHERE run_id = ?",
+                (terminal.seq, now, run_id),
+            )
+        return [str(run_id) for run_id, _ in rows]
 
-        return await self._write(do)
+    _EXPIRED = "owner != ? AND owner NOT IN (SELECT owner FROM owners WHERE expires_us > ?)"
+
+    def _interrupt_expired_locked(self, conn: sqlite3.Connection, now: int) -> list[str]:
+        """In a write transaction: interrupt the runs of other owners with no live lease."""
+        ids = self._interrupt_locked(conn, self._EXPIRED, (self.owner, now), now)
+        conn.execute("DELETE FROM owners WHERE expires_us <= ? AND owner != ?", (now, self.owner))
+        return ids
+
+    def _sweep_needed(self, conn: sqlite3.Connection, now: int) -> bool:
+        """A read: is there a run to recover or a lapsed lease row to delete?"""
+        row = conn.execute(
+            f"SELECT EXISTS (SELECT 1 FROM runs WHERE status = 'running' AND {self._EXPIRED})"
+            " OR EXISTS (SELECT 1 FROM owners WHERE expires_us <= ? AND owner != ?)",
+            (self.owner, now, now, self.owner),
+        ).fetchone()
+        return bool(row[0])
+
+    async def heartbeat(self) -> None:
+        """Write or renew this owner's lease (``owners`` row), ``lease_ttl_s`` from now."""
+        self._writable()
+        expires = self._now_us() + int(self.lease_ttl_s * 1_000_000)
+        owner = self.owner
+
+        def do(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO owners (owner, expires_us) VALUES (?, ?)"
+                " ON CONFLICT (owner) DO UPDATE SET expires_us = excluded.expires_us",
+                (owner, expires),
+            )
+
+        await self._write(do)
+
+    async def recover_expired(self) -> list[str]:
+        """Interrupt the running runs of other owners whose lease expired (one transaction)."""
+        if self.read_only:
+            self._check_open()
+            return []
+        now = self._now_us()
+        if not await self._read(lambda conn: self._sweep_needed(conn, now)):
+            return []  # the usual case: no write lock taken
+        return await self._write(
+            lambda conn: _transaction(conn, lambda: self._interrupt_expired_locked(conn, now)))
+
+    async def reopen(self, run_id: str, tenant: str | None = None) -> RunRecord:
+        """An ``interrupted`` run becomes ``running`` again under this owner (one transaction)."""
+        self._writable()
+        now = self._now_us()
+
+        def body(conn: sqlite3.Connection) -> RunRecord:
+            row = conn.execute(
+                "SELECT tenant, status FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if row is None or (tenant is not None and row[0] != tenant):
+                raise RunNotFound(run_id)
+            if row[1] != "interrupted":
+                raise RunNotResumable(run_id, row[1])
+            conn.execute(
+                "UPDATE runs SET status = 'running', outcome = NULL, owner = ?, updated_us = ?"
+                " WHERE run_id = ?",
+                (self.owner, now, run_id),
+            )
+            return _run_from_row(conn.execute(
+                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchone())
+
+        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord:
         """One run, scoped to ``tenant`` (another tenant's id raises RunNotFound)."""
@@ -532,8 +646,7 @@ class SqliteRunStore(StoreBase):
         result = None if update.result is None else json.dumps(update.result)
 
         def do(conn: sqlite3.Connection) -> BackgroundTask:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            def update_row() -> BackgroundTask:
                 row = conn.execute(
                     "SELECT status FROM tasks WHERE task_id = ?", (task_id,)
                 ).fetchone()
@@ -548,14 +661,11 @@ class SqliteRunStore(StoreBase):
                     (None if update.status is None else update.status.value, update.progress,
                      result, update.error, now, task_id),
                 )
-                row = conn.execute(
+                return _task_from_row(conn.execute(
                     f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
-                ).fetchone()
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-            return _task_from_row(row)
+                ).fetchone())
+
+            return _transaction(conn, update_row)
 
         return await self._write(do)
 

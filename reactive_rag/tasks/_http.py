@@ -20,7 +20,6 @@ current attempt from its start). The stream ends after ``task.finished``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
@@ -28,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from streams import Event, encode_json
+from streams import Event, EventBridge, RunStream, encode_json
 
 from ..store import BackgroundTask
 from ._events import TaskFinished
@@ -109,7 +108,7 @@ async def create_task(request: web.Request) -> web.Response:
         return _problem(413, "body_too_large", f"the body may be at most {_MAX_BODY} bytes")
     try:
         body = json.loads(await request.read())
-    except ValueError:
+    except (ValueError, RecursionError):  # a deeply nested body is just not JSON we take
         return _problem(400, "invalid_json", "the body is not JSON")
     if not isinstance(body, dict) or set(body) - {"collection", "doc_id"} or not all(
             isinstance(body.get(k), str) and body[k] for k in ("collection", "doc_id")):
@@ -183,17 +182,44 @@ def _frame(event_id: str, event: Event) -> bytes:
     return f"id: {event_id}\nevent: {event.type}\ndata: {encode_json(event)}\n\n".encode()
 
 
-async def _follow(stream: Any, after: int) -> AsyncIterator[Event]:
-    queue: asyncio.Queue[Event] = asyncio.Queue()
-    subscription = stream.replay(after).subscribe(queue.put_nowait)
-    try:
-        while True:
-            event = await queue.get()
-            yield event
-            if isinstance(event, TaskFinished):
-                return
-    finally:
-        subscription.dispose()
+FOLLOW_BUFFER = 256
+"""Task events one client may hold; past that it re-reads them from the stream's history."""
+
+
+async def _follow(stream: RunStream, after: int) -> AsyncIterator[Event]:
+    """The task's events after ``after`` until ``task.finished``, through a bounded bridge.
+
+    A client slower than the task falls behind at most ``FOLLOW_BUFFER``
+    events; then it is fed from the stream's history (kept in memory for the
+    task's life) from where it stood, so memory stays bounded and nothing is lost.
+    """
+    cursor = after
+    while True:
+        bridge: EventBridge[Event] = EventBridge(FOLLOW_BUFFER)
+
+        def push(event: Event, bridge: EventBridge[Event] = bridge) -> None:
+            bridge.push(event)  # a refusal closes the bridge: caught up below
+
+        def close(_exc: Exception | None = None,
+                  bridge: EventBridge[Event] = bridge) -> None:
+            bridge.close()
+
+        subscription = stream.replay(cursor).subscribe(push, close, close)
+        try:
+            while True:
+                event = await bridge.get()
+                if event is None:
+                    break
+                if event.seq <= cursor:
+                    continue
+                yield event
+                cursor = event.seq
+                if isinstance(event, TaskFinished):
+                    return
+        finally:
+            subscription.dispose()
+        if not bridge.overflowed:
+            return  # the stream completed without a task.finished
 
 
 async def tasks_context(app: web.Application) -> AsyncIterator[None]:
@@ -235,9 +261,11 @@ def setup_routes(app: web.Application) -> None:
 def openapi_paths() -> dict[str, Any]:
     """OpenAPI 3.1 path items of the task routes, for the server's document to merge."""
     problem = {"$ref": "#/components/schemas/Problem"}
-    problems = {str(status): {"description": why, "content": {
+    www_authenticate = {"WWW-Authenticate": {"required": True, "schema": {"type": "string"}}}
+    problems: dict[str, Any] = {str(status): {"description": why, "content": {
         "application/problem+json": {"schema": problem}}}
         for status, why in (("401", "no valid token"), ("404", "no such task"))}
+    problems["401"]["headers"] = www_authenticate
     task = {"type": "object", "required": ["task_id", "kind", "status", "progress", "links"],
             "properties": {
                 "task_id": {"type": "string"}, "kind": {"type": "string"},
@@ -252,6 +280,17 @@ def openapi_paths() -> dict[str, Any]:
                 "created_at": {"type": "number"}, "updated_at": {"type": "number"},
                 "links": {"type": "object", "properties": {
                     "self": {"type": "string"}, "events": {"type": "string"}}}}}
+    event = {  # one SSE message: schemathesis and OpenAPI 3.1 read `schema` per event
+        "type": "object", "required": ["id", "event", "data"],
+        "properties": {
+            "id": {"type": "string", "pattern": "^[0-9]+\\.[0-9]+$"},
+            "event": {"type": "string", "pattern": "^task\\.[a-z_]+$"},
+            "data": {"type": "string", "contentMediaType": "application/json",
+                     "contentSchema": {
+                         "type": "object", "required": ["type", "seq", "task_id"],
+                         "properties": {"type": {"type": "string"},
+                                        "seq": {"type": "integer", "minimum": 0},
+                                        "task_id": {"type": "string"}}}}}}
     task_id = [{"name": "task_id", "in": "path", "required": True,
                 "schema": {"type": "string"}}]
     return {
@@ -270,6 +309,7 @@ def openapi_paths() -> dict[str, Any]:
                    for k, v in (("400", "invalid JSON"), ("401", "no valid token"),
                                 ("403", "collection not allowed"), ("404", "no such document"),
                                 ("413", "body too large"), ("422", "invalid body"))},
+                "401": problems["401"],
             }}},
         "/v1/tasks/{task_id}": {"get": {
             "summary": "A task's status, progress and result",
@@ -283,7 +323,6 @@ def openapi_paths() -> dict[str, Any]:
                                       "required": False, "schema": {"type": "string"}}],
             "responses": {"200": {"description": "task.started, task.progress..., "
                                                  "task.finished",
-                                  "content": {"text/event-stream": {"schema": {
-                                      "type": "string"}}}},
+                                  "content": {"text/event-stream": {"schema": event}}},
                           **problems}}},
     }

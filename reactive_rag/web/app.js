@@ -141,7 +141,9 @@ async function follow(st) {
       await readSse(resp.body, (ev) => {
         if (st.generation !== generation) return;
         apply(st, ev);
-        if (st.finished) controller.abort();  // done, whether or not the server closes
+        // done, whether or not the server closes (an interrupted run may be resumed:
+        // the server goes on with run.resumed, or ends the stream)
+        if (st.finished && st.finished.outcome !== "interrupted") controller.abort();
       });
       if (!st.finished) throw new Error("stream ended before the run finished");
     } catch (err) {
@@ -218,6 +220,7 @@ function apply(st, ev) {
     case "answer.delta": st.deltas.push(ev.text || ""); showDraft(st); break;
     case "verify.failed": $("answer-state").textContent = "(a draft failed verification; repairing)"; break;
     case "run.finished": finish(st, ev); break;
+    case "run.resumed": resumed(st); break;
     default: break;
   }
 }
@@ -252,6 +255,7 @@ function summary(ev) {
     case "verify.failed": return `${n(ev.errors)} claims rejected`;
     case "provider.health": return `${ev.provider} is ${ev.state}${ev.detail ? `: ${ev.detail}` : ""}`;
     case "run.fallback": return `${ev.from_mode} → ${ev.to_mode}: ${ev.reason}`;
+    case "run.resumed": return `after #${ev.after_seq} (attempt ${ev.attempt}, ${Number(ev.elapsed_s).toFixed(1)} s used before)${ev.reason ? `: ${ev.reason}` : ""}`;
     case "run.cancel_requested": return ev.reason;
     case "actor.failed": return `${ev.request_type}: ${err}`;
     case "subscriber.detached": return `${ev.subscriber}: ${ev.reason}`;
@@ -400,6 +404,20 @@ function finish(st, ev) {
       el("span", {}, ` ${claim.statement} `),
       el("span", { class: "muted" }, `— ${chunk ? chunk.title || chunk.doc_id : claim.source_id}`));
   }));
+}
+
+// A run interrupted by a crash goes on: it is not finished any more.
+function resumed(st) {
+  st.finished = null;
+  st.deltas = [];
+  $("cancel").disabled = false;
+  const outcome = $("outcome");
+  outcome.hidden = true;
+  outcome.className = "badge outcome-none";
+  delete document.body.dataset.outcome;
+  $("reason").hidden = true;
+  $("answer-state").textContent = "(resumed after an interruption)";
+  setConn("live", "live");
 }
 
 function citeButton(number, claims) {

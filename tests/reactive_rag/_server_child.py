@@ -21,6 +21,8 @@ from reactive_rag.index import CorpusIndex
 from reactive_rag.server import ServerConfig, create_app
 
 DELAY_S = float(os.environ.get("CHILD_PLANNER_DELAY_S", "0.3"))
+OWNER = "crash-child"
+"""The child's configured store owner: a store opened with it recovers the killed child's runs."""
 
 
 class SleepyPlanner:
@@ -36,7 +38,8 @@ class SleepyPlanner:
 
 async def main(index_root: str, store_path: str, port_file: str) -> None:
     engine = Engine(CorpusIndex(index_root, HashingEmbedder()), planner=SleepyPlanner)
-    config = ServerConfig(store=store_path, port=0, default_collections=("demo",))
+    config = ServerConfig(store=store_path, port=0, default_collections=("demo",),
+                          owner=OWNER)
     runner = web.AppRunner(create_app(config, engine=engine))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -18,7 +18,7 @@ from reactive_rag._engine import Engine
 from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
 from reactive_rag.index import CorpusIndex, Document
 from reactive_rag.server import ServerConfig, TenantConfig, create_app, hash_token
-from reactive_rag.store import SqliteRunStore
+from reactive_rag.store import RunStore, SqliteRunStore
 
 from ._corpus import DOCS
 
@@ -69,12 +69,13 @@ class GatedPlanner:
 @asynccontextmanager
 async def serve(tmp_path: Path, index: CorpusIndex, *, tenants: dict[str, TenantConfig] | None
                 = None, planner: Callable[[], Any] | None = None,
+                store: RunStore | None = None,
                 **config: Any) -> AsyncIterator[TestClient[Any, Any]]:
-    """A real server on 127.0.0.1 with a fresh SQLite store; yields a client."""
+    """A real server on 127.0.0.1 with a fresh SQLite store (or ``store``); yields a client."""
     cfg = ServerConfig(store=str(tmp_path / "runs.db"), tenants=tenants or {},
                        default_collections=("demo",), **config)
     engine = Engine(index, planner=planner)
-    app = create_app(cfg, engine=engine)
+    app = create_app(cfg, engine=engine, store=store)
     connector = TCPConnector(limit=0, force_close=False)
     async with TestClient(TestServer(app, host="127.0.0.1"), connector=connector) as client:
         yield client

@@ -60,8 +60,11 @@ async def test_resume_with_last_event_id_or_after_gives_the_rest_once(
             assert (await read_sse(resp)).seqs == full[5:]
         async with client.get(f"/v1/runs/{run_id}/events?after=7") as resp:
             assert (await read_sse(resp)).seqs == full[7:]
-        async with client.get(f"/v1/runs/{run_id}/events?after={full[-1]}") as resp:
-            assert (await read_sse(resp)).seqs == []
+        # Holding the end, or a seq the store never had: the end again, never an
+        # empty stream (a browser's EventSource would reconnect for ever).
+        for after in (full[-1], full[-1] + 100):
+            async with client.get(f"/v1/runs/{run_id}/events?after={after}") as resp:
+                assert (await read_sse(resp)).seqs == [full[-1]]
         for bad in ("-1", "x", "1e3", "9" * 20):
             resp = await client.get(f"/v1/runs/{run_id}/events", params={"after": bad})
             assert resp.status == 422 and (await resp.json())["code"] == "invalid_parameter"

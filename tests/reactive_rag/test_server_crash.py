@@ -24,6 +24,7 @@ import pytest
 from reactive_rag.index import CorpusIndex
 from reactive_rag.store import SqliteRunStore
 
+from ._server_child import OWNER
 from ._server_fixtures import QUESTION
 
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +93,9 @@ def _kill_lane(folder: Path, index_root: Path, cycles: int) -> int:
                 proc.stderr.close()
 
         async def check(quick: str = quick, slow: list[str] = slow) -> None:
-            async with SqliteRunStore(store_path) as store:  # open = recovery
+            # open = recovery: the killed child's lease is still alive, but a store
+            # with the same configured owner knows its running runs are orphans
+            async with SqliteRunStore(store_path, owner=OWNER) as store:
                 quick_rec = await store.get_run(quick)
                 assert quick_rec.status == "finished" and quick_rec.outcome == "answered"
                 for run_id in slow:

@@ -202,34 +202,41 @@ async def test_closed_store_refuses_use(tmp_path: Path) -> None:
 async def test_reopen_marks_only_own_running_runs_interrupted_with_a_terminal_event(
     tmp_path: Path,
 ) -> None:
-    async for store in open_store("sqlite", tmp_path, owner="server-a"):
-        await store.create_run(meta("live"))
-        await store.append("live", stamped("live", searches(3)))
-        await store.create_run(meta("done"))
-        await store.append("done", stamped("done", [*searches(1), finished()]))
-    async for store in open_store("sqlite", tmp_path, owner="server-b"):
-        await store.create_run(meta("other-owner"))
-    async for store in open_store("sqlite", tmp_path, owner="server-a"):
-        live = await store.get_run("live")
-        assert (live.status, live.outcome, live.last_seq) == ("interrupted", "interrupted", 4)
-        events = [e async for e in store.events("live")]
-        assert [e.seq for e in events] == [1, 2, 3, 4]
-        assert events[-1].type == "run.finished" and events[-1].actor == "store"
-        assert (await store.get_run("done")).status == "finished"
-        assert (await store.get_run("other-owner")).status == "running"
-        with pytest.raises(RunAlreadyFinished):
-            await store.append("live", stamped("live", searches(1), start=5))
+    first = make_store("sqlite", tmp_path, owner="server-a")
+    await first.open()
+    await first.create_run(meta("live"))
+    await first.append("live", stamped("live", searches(3)))
+    await first.create_run(meta("done"))
+    await first.append("done", stamped("done", [*searches(1), finished()]))
+    # A live replica beside it: server-a's lease is alive, so its run is not touched.
+    other = make_store("sqlite", tmp_path, owner="server-b")
+    assert await other.open() == []
+    try:
+        await other.create_run(meta("other-owner"))
+        await first.close()  # server-a goes away with "live" still running
+        async for store in open_store("sqlite", tmp_path, owner="server-a"):
+            live = await store.get_run("live")
+            assert (live.status, live.outcome, live.last_seq) == ("interrupted", "interrupted", 4)
+            events = [e async for e in store.events("live")]
+            assert [e.seq for e in events] == [1, 2, 3, 4]
+            assert events[-1].type == "run.finished" and events[-1].actor == "store"
+            assert (await store.get_run("done")).status == "finished"
+            assert (await store.get_run("other-owner")).status == "running"  # b is alive
+            with pytest.raises(RunAlreadyFinished):
+                await store.append("live", stamped("live", searches(1), start=5))
+    finally:
+        await other.close()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 async def test_open_returns_interrupted_ids(backend: str, tmp_path: Path) -> None:
     prefix = f"reopen-{tmp_path.name}:"
-    first = make_store(backend, tmp_path, prefix=prefix)
+    first = make_store(backend, tmp_path, prefix=prefix, owner="server-a")
     await first.open()
     await first.create_run(meta("r1"))
     await first.append("r1", stamped("r1", searches(2)))
     await first.close()  # as if the process died: the run is still "running"
-    second = make_store(backend, tmp_path, prefix=prefix)
+    second = make_store(backend, tmp_path, prefix=prefix, owner="server-a")  # its restart
     assert await second.open() == ["r1"]
     try:
         run = await second.get_run("r1")
