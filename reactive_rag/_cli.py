@@ -11,6 +11,7 @@ __all__ = ["main"]
 
 def _parser() -> argparse.ArgumentParser:
     from ._cli_ask import add_ask_commands
+    from ._cli_chat import add_chat_commands
     from ._cli_index import add_index_commands
     from ._cli_resume import add_resume_commands
     from ._cli_serve import add_serve_commands
@@ -21,6 +22,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     add_ask_commands(sub)
+    add_chat_commands(sub)
     add_index_commands(sub)
     add_serve_commands(sub)
     add_resume_commands(sub)

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +46,9 @@ from .cassette import (
 from .index import STDLIB_COLLECTION, CorpusIndex
 from .run import Budget, RunConfigError
 
-__all__ = ["DEMO_QUESTION", "add_ask_commands", "credibility_from", "render_result",
-           "report_result", "result_json"]
+__all__ = ["DEMO_QUESTION", "RunSetup", "add_ask_commands", "add_run_setup_options",
+           "build_engine", "credibility_from", "ensure_default_corpus", "live_setup",
+           "parse_budget", "render_result", "report_result", "result_json"]
 
 DEMO_QUESTION = "How can I cache the results of an expensive function call?"
 
@@ -59,24 +60,31 @@ def add_ask_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         description="Runs the agent (or one-shot RAG) over local collections and prints its "
         "event stream live, then the answer with numbered citations and their quotes.")
     ask.add_argument("question", nargs="?", help="the question (with --replay: the recorded one)")
-    _run_options(ask)
+    add_run_setup_options(ask)
     ask.set_defaults(func=_cmd_ask, default_question=None)
     demo = subparsers.add_parser(
         "demo", help="index the bundled default corpus (first time) and answer a question",
         description="Builds (or reuses) the standard-library documentation index and asks "
         "a real question over it, showing the whole run.")
     demo.add_argument("question", nargs="?", help=f"default: {DEMO_QUESTION!r}")
-    _run_options(demo)
+    add_run_setup_options(demo)
     demo.set_defaults(func=_cmd_ask, default_question=DEMO_QUESTION)
 
 
-def _run_options(p: argparse.ArgumentParser) -> None:
+def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -> None:
+    """The options a run is set up from (engine, collections, budget, models, live view).
+
+    ``one_run=False`` leaves out what only fits a single run (``--json``, ``--record``,
+    ``--replay``), for commands that start many runs (``chat``).
+    """
     p.add_argument("--collection", "-c", action="append", dest="collections",
                    help=f"collection to search (repeatable; default {STDLIB_COLLECTION})")
     p.add_argument("--mode", choices=("agent", "rag"), default=None, help="default: agent")
     p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
                    help="override a budget limit, e.g. max_tool_calls=4 or wall_s=30")
-    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    if one_run:
+        p.add_argument("--json", action="store_true",
+                       help="print the result as one JSON object")
     p.add_argument("--quiet", "-q", action="store_true", help="no live event view")
     p.add_argument("--progress", action="store_true", help="show budget ticks in the live view")
     p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
@@ -98,6 +106,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--entailment-model",
                    default=os.environ.get("REACTIVE_RAG_ENTAILMENT_MODEL", "default"),
                    help="model name sent to the entailment server")
+    if not one_run:
+        p.set_defaults(json=False, record=None, replay=None)
+        return
     tape = p.add_mutually_exclusive_group()
     tape.add_argument("--record", type=Path, metavar="FILE",
                       help="store every search response, fetched page and chat completion "
@@ -107,12 +118,16 @@ def _run_options(p: argparse.ArgumentParser) -> None:
                            "API keys: question, options and run id come from the file")
 
 
-def _parse_budget(items: list[str]) -> dict[str, Any]:
+def parse_budget(items: list[str]) -> dict[str, Any]:
+    """``--budget NAME=VALUE`` items as budget overrides (numbers; ``true``/``false``)."""
     out: dict[str, Any] = {}
     for item in items:
         name, sep, raw = item.partition("=")
         if not sep or not name:
             raise RunConfigError(f"--budget takes NAME=VALUE, got {item!r}")
+        if raw.strip().lower() in ("true", "false"):  # a switch, e.g. compress_context=true
+            out[name.strip()] = raw.strip().lower() == "true"
+            continue
         try:
             out[name.strip()] = int(raw) if raw.strip().lstrip("-").isdigit() else float(raw)
         except ValueError as exc:
@@ -123,7 +138,7 @@ def _parse_budget(items: list[str]) -> dict[str, Any]:
 def _cmd_ask(args: argparse.Namespace) -> int:
     console = Console(highlight=False, stderr=args.json)
     try:
-        budget = _parse_budget(args.budget)
+        budget = parse_budget(args.budget)
         result = asyncio.run(_ask(args, console, budget))
     except RunConfigError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
@@ -141,7 +156,7 @@ def report_result(result: RunResult, console: Console, *, as_json: bool) -> int:
 
 
 @dataclass
-class _Setup:
+class RunSetup:
     """What one ``ask`` run is built from, live or replayed, and what to close after it."""
 
     start: dict[str, Any]
@@ -165,14 +180,10 @@ class _Setup:
 
 async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any]) -> RunResult:
     setup = _replayed(args, budget) if args.replay else _live(args, budget)
-    engine = Engine(CorpusIndex(args.root), web=setup.web, web_compression=setup.compression,
-                    planner=setup.planner, writer=setup.writer, credibility=setup.credibility,
-                    entailment=setup.entailment, scraper=setup.scraper)
+    engine = build_engine(args, setup)
     started = False
     try:
-        collections = setup.start["collections"]
-        if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):
-            await asyncio.to_thread(_build_default, engine, console, args.json)
+        await ensure_default_corpus(engine, console, setup.start["collections"], args.json)
         handle = engine.start(**setup.start)
         started = True
         view: AsyncSubscriber | None = None
@@ -193,11 +204,37 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
             _tell_cassette(setup.cassette)
 
 
-def _live(args: argparse.Namespace, budget: dict[str, Any]) -> _Setup:
+def build_engine(args: argparse.Namespace, setup: RunSetup) -> Engine:
+    """The engine a setup describes, over the index at ``--root``."""
+    return Engine(CorpusIndex(args.root), web=setup.web, web_compression=setup.compression,
+                  planner=setup.planner, writer=setup.writer, credibility=setup.credibility,
+                  entailment=setup.entailment, scraper=setup.scraper)
+
+
+async def ensure_default_corpus(engine: Engine, console: Console, collections: Sequence[str],
+                                quiet: bool) -> None:
+    """Index the bundled default collection first if ``collections`` asks for it."""
+    if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):
+        await asyncio.to_thread(_build_default, engine, console, quiet)
+
+
+def _live(args: argparse.Namespace, budget: dict[str, Any]) -> RunSetup:
     """A run against the configured providers and servers (recorded with ``--record``)."""
     question = args.question or args.default_question
     if not question:
         raise RunConfigError("ask needs a question (or --replay FILE)")
+    return live_setup(args, budget, question)
+
+
+def live_setup(args: argparse.Namespace, budget: dict[str, Any], question: str = "") -> RunSetup:
+    """The setup of runs against the configured providers and servers (``--web``,
+    ``--model-url``, ``--entailment-url``; recorded with ``--record``).
+
+    ``start`` holds the run's options (``question``, ``mode``, ``collections``, ``budget``).
+
+    Raises:
+        RunConfigError: ``--web`` without a usable search configuration, a bad ``--record``.
+    """
     web: Searcher | None = None
     compression: Literal["none", "rag"] = "none"
     settings = CredibilitySettings()
@@ -212,7 +249,7 @@ def _live(args: argparse.Namespace, budget: dict[str, Any]) -> _Setup:
     else:
         with contextlib.suppress(ProviderError):  # a local run needs no web config
             settings = load_search_config().tenant().credibility
-    setup = _Setup(start={"question": question, "mode": args.mode or "agent",
+    setup = RunSetup(start={"question": question, "mode": args.mode or "agent",
                           "collections": tuple(args.collections or (STDLIB_COLLECTION,)),
                           "budget": budget},
                    credibility=credibility_from(settings), web=web, compression=compression)
@@ -247,7 +284,7 @@ def _live(args: argparse.Namespace, budget: dict[str, Any]) -> _Setup:
     return setup
 
 
-def _record(args: argparse.Namespace, setup: _Setup, settings: CredibilitySettings,
+def _record(args: argparse.Namespace, setup: RunSetup, settings: CredibilitySettings,
             chat: bool, judge: bool) -> Cassette:
     """Open the recording; its header holds all a replay needs besides the answers."""
     try:
@@ -270,7 +307,7 @@ def _record(args: argparse.Namespace, setup: _Setup, settings: CredibilitySettin
         raise RunConfigError(f"--record: {exc}") from exc
 
 
-def _replayed(args: argparse.Namespace, budget: dict[str, Any]) -> _Setup:
+def _replayed(args: argparse.Namespace, budget: dict[str, Any]) -> RunSetup:
     """The recorded run again, its providers, pages and models answered by the cassette."""
     given = [flag for flag, used in (("--mode", args.mode is not None),
                                      ("--collection", bool(args.collections)),
@@ -292,7 +329,7 @@ def _replayed(args: argparse.Namespace, budget: dict[str, Any]) -> _Setup:
         Console(stderr=True).print("[yellow]replay:[/yellow] the question differs from the "
                                    "recorded one; requests not in the cassette will fail")
         start["question"] = args.question
-    setup = _Setup(start=start, credibility=credibility_from(settings),
+    setup = RunSetup(start=start, credibility=credibility_from(settings),
                    compression=recorded.compression, cassette=cassette)
     if recorded.web is not None:
         setup.web = cassette.searcher()

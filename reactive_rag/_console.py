@@ -15,6 +15,9 @@ from streams import (
     AnswerDrafted,
     AnswerVerified,
     BudgetExhausted,
+    BudgetExtended,
+    BudgetExtensionRefused,
+    BudgetExtensionRequested,
     BudgetTick,
     ConflictDetected,
     ConflictSide,
@@ -23,8 +26,10 @@ from streams import (
     LoopDetected,
     PageScraped,
     PlanDecided,
+    PointRecalled,
     ProviderHealth,
     QueriesExpanded,
+    QueryRewritten,
     ReadCompleted,
     ReadRequested,
     RerankCompleted,
@@ -47,6 +52,7 @@ _STYLE = {
     "run": "bold cyan",
     "plan": "magenta",
     "queries": "magenta",
+    "query": "bold magenta",
     "search": "blue",
     "scrape": "blue",
     "read": "blue",
@@ -82,6 +88,10 @@ def summarize(event: Event) -> str:
     match event:
         case RunStarted():
             return f"{event.mode}: {_short(event.question)}"
+        case QueryRewritten():
+            resolved = ", ".join(f"{k} = {v}" for k, v in event.resolved.items())
+            return (f"follow-up read as: “{_short(event.standalone, 70)}”"
+                    + (f" ({_short(resolved, 40)})" if resolved else ""))
         case PlanDecided():
             return f"{event.action} — {_short(event.reason, 70)}"
         case QueriesExpanded():
@@ -123,6 +133,17 @@ def summarize(event: Event) -> str:
                     f"{event.tool_calls}/{event.max_tool_calls or '∞'}  {event.elapsed_s:.1f}s")
         case BudgetExhausted():
             return f"{event.resource}: {event.used:g}/{event.limit:g}"
+        case BudgetExtensionRequested():
+            return (f"one more round asked at steps {event.steps}/{event.max_steps}, tools "
+                    f"{event.tool_calls}/{event.max_tool_calls}, context "
+                    f"{event.context_tokens}/{event.context_window_tokens} tokens")
+        case BudgetExtended():
+            return (f"+{event.added_steps} step(s), +{event.added_tool_calls} tool calls: "
+                    f"now {event.max_steps} steps, {event.max_tool_calls} tool calls")
+        case BudgetExtensionRefused():
+            return f"{event.reason}: {_short(event.detail, 70)}"
+        case PointRecalled():
+            return f"{event.point} -> {', '.join(event.chunk_ids)}"
         case LoopDetected():
             return f"{event.kind}: {_short(event.detail, 70)}"
         case ProviderHealth():

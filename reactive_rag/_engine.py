@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from actors import Actor, ActorContext, ActorRun, EdgeOperator
 from actors.models import Embedder
@@ -69,8 +69,18 @@ from .index import (
     search_text,
     stdlib_documents,
 )
-from .run import AnswerabilityJudge, Budget, RunConfigError, RunController, initial_state
-from .session import CompressingProvider, SessionKnowledgeBase
+from .run import (
+    AnswerabilityJudge,
+    Budget,
+    RunConfigError,
+    RunContext,
+    RunController,
+    initial_state,
+)
+from .session import CompressingProvider, PriorEvidenceProvider, SessionKnowledgeBase
+
+if TYPE_CHECKING:
+    from .conversation import Conversation
 
 __all__ = ["Citation", "Engine", "RunHandle", "RunResult", "ask"]
 
@@ -306,8 +316,13 @@ class Engine:
         budget: Budget | Mapping[str, Any] | None = None,
         run_id: str | None = None,
         edges: Mapping[str, Sequence[EdgeOperator]] | None = None,
+        context: RunContext | None = None,
     ) -> RunHandle:
         """Start a run in the background and return its handle at once.
+
+        ``context``: what a conversation's earlier turns bring (see
+        :meth:`session`): the rewrite of a follow-up is published right after
+        ``run.started``, and earlier turns' evidence is searchable again.
 
         Raises:
             RunConfigError: an empty question, unknown mode, bad budget or
@@ -334,9 +349,11 @@ class Engine:
         stream = RunStream(run_id)
         handle = RunHandle(run_id, stream)
         session_kbs: list[SessionKnowledgeBase] = []
-        actors = self._actors(run_id, question, mode, limits, collections, session_kbs)
+        actors = self._actors(run_id, question, mode, limits, collections, session_kbs,
+                              prior=context.prior_evidence if context is not None else ())
         return self._launch(handle, self._drive(handle, actors, question, mode, limits,
-                                                collections, edges, session_kbs))
+                                                collections, edges, session_kbs,
+                                                context=context))
 
     def _launch(self, handle: RunHandle,
                 drive: Coroutine[Any, Any, RunResult]) -> RunHandle:
@@ -446,14 +463,28 @@ class Engine:
             handle, actors, started.question, mode, limits, collections, edges, session_kbs,
             begin=begin, elapsed_s=elapsed))
 
+    def session(self, session_id: str | None = None, *, tenant: str = "local") -> Conversation:
+        """A conversation: questions asked one after another, follow-ups read against history.
+
+        ``await engine.session().ask("Who directed Ed Wood?")``, then
+        ``.ask("Where was he born?")`` on the same object.
+        """
+        from .conversation import Conversation
+
+        return Conversation(self, session_id=session_id, tenant=tenant)
+
     async def ask(self, question: str, **options: Any) -> RunResult:
         """Start a run and wait for its result."""
         return await self.start(question, **options).wait()
 
     def _actors(self, run_id: str, question: str, mode: Mode, budget: Budget,
                 collections: tuple[str, ...],
-                session_kbs: list[SessionKnowledgeBase]) -> list[Actor]:
+                session_kbs: list[SessionKnowledgeBase],
+                prior: Sequence[EvidenceChunk] = ()) -> list[Actor]:
         provider = LocalCorpusProvider(self.index, collections, name="local")
+        providers: list[SearchProvider] = [provider]
+        if prior:  # a follow-up: earlier turns' evidence can be found again, and cited
+            providers.append(PriorEvidenceProvider(prior))
         if self._web is not None:
             wrap: Callable[[SearchProvider], SearchProvider] | None = None
             if self._compression == "rag":
@@ -463,10 +494,10 @@ class Engine:
                 def wrap(web_provider: SearchProvider) -> SearchProvider:
                     return CompressingProvider(web_provider, kb)
 
-            searcher = self._web.with_providers([provider], provider_timeout_s=budget.tool_call_s,
+            searcher = self._web.with_providers(providers, provider_timeout_s=budget.tool_call_s,
                                                 wrap=wrap)
         else:
-            searcher = Searcher([provider], provider_timeout_s=budget.tool_call_s)
+            searcher = Searcher(providers, provider_timeout_s=budget.tool_call_s)
         searcher_actor = SearcherActor(searcher)
         searcher_actor.timeout_s = budget.tool_call_s
         reranker = RerankerActor(self.reranker)
@@ -498,7 +529,8 @@ class Engine:
                      edges: Mapping[str, Sequence[EdgeOperator]] | None,
                      session_kbs: Sequence[SessionKnowledgeBase] = (), *,
                      begin: Callable[[ActorRun], None] | None = None,
-                     elapsed_s: float = 0.0) -> RunResult:
+                     elapsed_s: float = 0.0,
+                     context: RunContext | None = None) -> RunResult:
         t0 = time.perf_counter()
         run = ActorRun(handle.stream, actors, edges=edges, deadline_s=budget.wall_s,
                        grace_s=budget.finalize_s, elapsed_s=elapsed_s)
@@ -509,6 +541,8 @@ class Engine:
                     run.publish(RunStarted(question=question, mode=mode,
                                            collections=collections,
                                            options={"budget": _budget_dict(budget)}))
+                    if context is not None and context.rewritten is not None:
+                        run.publish(context.rewritten)
                 else:  # a resumed run: run.resumed and what it re-issues
                     begin(run)
                 if handle._cancel_reason is not None:

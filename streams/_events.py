@@ -27,6 +27,9 @@ __all__ = [
     "AnswerVerified",
     "AnswerabilityJudged",
     "BudgetExhausted",
+    "BudgetExtended",
+    "BudgetExtensionRefused",
+    "BudgetExtensionRequested",
     "BudgetTick",
     "Claim",
     "ClaimError",
@@ -38,17 +41,21 @@ __all__ = [
     "EvidenceChunk",
     "EvidenceRegistered",
     "EvidenceSelected",
+    "ExtensionRefusal",
     "Feedback",
     "FeedbackKind",
     "Hit",
+    "KeyPoint",
     "LoopDetected",
     "Outcome",
     "PageScraped",
     "PlanDecided",
     "PlanRequested",
+    "PointRecalled",
     "Priority",
     "ProviderHealth",
     "QueriesExpanded",
+    "QueryRewritten",
     "QueryStat",
     "ReadCompleted",
     "ReadFailed",
@@ -342,6 +349,21 @@ class RunResumed(Event):
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
+class QueryRewritten(Event):
+    """A follow-up question of a conversation, read as a standalone one before searching.
+
+    ``resolved`` maps each reference the rewrite replaced ("he", "it", "what
+    about 2019?") to what it stands for from earlier turns; ``turns`` names the
+    runs of the earlier turns it was resolved against (back-references).
+    """
+
+    type: Literal["query.rewritten"] = "query.rewritten"
+    original: str
+    standalone: str
+    resolved: dict[str, str] = Field(default_factory=dict)
+    turns: tuple[str, ...] = ()
+
+
 class RunFallback(Event):
     """The run switched paths (e.g. agent -> one-shot RAG) and says why."""
 
@@ -374,7 +396,7 @@ class ToolCall(_Value):
     """One tool call decided by a model turn (``id`` unique within the run)."""
 
     id: str
-    tool: Literal["search", "read", "scrape", "answer"]
+    tool: Literal["search", "read", "scrape", "answer", "recall"]
     args: dict[str, JsonValue] = Field(default_factory=dict)
 
 
@@ -384,6 +406,20 @@ class QueryStat(_Value):
     query: str
     hits: int = 0
     new_evidence: int = 0
+
+
+class KeyPoint(_Value):
+    """A compressed piece of a round's evidence the planner sees instead of the raw chunks.
+
+    ``text`` is at most ~50 words taken from the chunks (numbers, dates and
+    names kept whole); ``chunk_ids`` are the registered chunks it came from,
+    which a ``recall`` tool call (``args={"point": id}``) brings back in full.
+    """
+
+    id: str
+    text: str
+    chunk_ids: tuple[str, ...]
+    round: int = 0
 
 
 class PlanRequested(Event):
@@ -397,6 +433,18 @@ class PlanRequested(Event):
     remaining_tool_calls: int | None = None
     remaining_s: float | None = None
     remaining_pages: int | None = None
+    # context compression (budget ``compress_context``): the round's new key points, and
+    # the chunks shown in full (recalled, or cited again); the rest is shown compact
+    compressed: bool = False
+    points: tuple[KeyPoint, ...] = ()
+    expanded: tuple[str, ...] = ()
+    # near the budget's end: the question's parts the evidence covers (the answerability
+    # judge's typed parts), those the last round's evidence newly covered, those missing,
+    # and whether the run may still grant its one budget extension
+    can_extend: bool = False
+    covered: tuple[str, ...] = ()
+    newly_covered: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
 
     @field_validator("feedback", mode="before")
     @classmethod
@@ -412,11 +460,13 @@ class PlanDecided(Event):
     """The planner chose the next step: tool calls to run in order, or an answer."""
 
     type: Literal["plan.decided"] = "plan.decided"
-    action: Literal["search", "read", "scrape", "answer", "finalize"]
+    action: Literal["search", "read", "scrape", "answer", "finalize", "recall"]
     reason: str = ""
     args: dict[str, JsonValue] = Field(default_factory=dict)
     calls: tuple[ToolCall, ...] = ()
     tokens: int = 0
+    context_tokens: int = 0  # whitespace tokens of what the planner was shown this round
+    extend: bool = False  # the planner asks for the run's one budget extension
 
 
 class ToolRejected(Event):
@@ -645,6 +695,57 @@ class BudgetExhausted(Event):
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
+ExtensionRefusal = Literal["already_extended", "context_full", "not_near_end", "no_calls"]
+
+
+class BudgetExtensionRequested(Event):
+    """The planner asked for one more round of budget (``plan.decided`` with ``extend``)."""
+
+    type: Literal["budget.extension_requested"] = "budget.extension_requested"
+    steps: int = 0
+    tool_calls: int = 0
+    max_steps: int = 0
+    max_tool_calls: int = 0
+    context_tokens: int = 0
+    context_window_tokens: int = 0
+
+
+class BudgetExtended(Event):
+    """The run granted its one budget extension: the limits grew by the ``added_*`` amounts.
+
+    Wall time is not extended (``added_s`` 0): the run's deadline stays where it was.
+    """
+
+    type: Literal["budget.extended"] = "budget.extended"
+    added_steps: int = 0
+    added_tool_calls: int = 0
+    added_s: float = 0.0
+    max_steps: int = 0
+    max_tool_calls: int = 0
+    deadline_s: float = 0.0
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
+class BudgetExtensionRefused(Event):
+    """The run refused a budget extension, with a typed reason (``detail`` is for people)."""
+
+    type: Literal["budget.extension_refused"] = "budget.extension_refused"
+    reason: ExtensionRefusal
+    detail: str = ""
+
+
+class PointRecalled(Event):
+    """A ``recall`` call brought a key point's chunks back in full for the planner's next view.
+
+    Answered by the run from its evidence registry: no tool runs.
+    """
+
+    type: Literal["point.recalled"] = "point.recalled"
+    call_id: str
+    point: str
+    chunk_ids: tuple[str, ...] = ()
+
+
 class AnswerDelta(Event):
     """A piece of the answer as it is written."""
 
@@ -779,6 +880,7 @@ for _cls in (
     RunStarted,
     RunCancelRequested,
     RunFinished,
+    QueryRewritten,
     RunResumed,
     RunFallback,
     ActorFailed,
@@ -807,6 +909,10 @@ for _cls in (
     EvidenceRegistered,
     BudgetTick,
     BudgetExhausted,
+    BudgetExtensionRequested,
+    BudgetExtended,
+    BudgetExtensionRefused,
+    PointRecalled,
     AnswerDelta,
     AnswerabilityJudged,
     AnswerRequested,

@@ -27,6 +27,7 @@ from streams import (
     EvidenceChunk,
     EvidenceRegistered,
     EvidenceSelected,
+    KeyPoint,
     LoopDetected,
     PlanDecided,
     PlanRequested,
@@ -41,7 +42,14 @@ from streams import (
 
 from ..run._conflicts import conflict_claims
 from ._offline_planner import select_evidence
-from ._policy import Decision, PlannerPolicy, PlannerView, QueryRecord, WriterPolicy
+from ._policy import (
+    Decision,
+    PlannerPolicy,
+    PlannerView,
+    QueryRecord,
+    WriterPolicy,
+    planner_context_tokens,
+)
 from ._verifier import lead_is_backed
 
 __all__ = [
@@ -124,6 +132,7 @@ class PlannerActor(Actor):
         self.reads: list[str] = []
         self.pages: list[str] = []
         self._requested: set[str] = set()  # call ids of the reads and page opens noted
+        self.points: dict[str, KeyPoint] = {}  # key points of the run (compressed context)
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):
@@ -134,7 +143,7 @@ class PlannerActor(Actor):
         assert isinstance(msg, PlanRequested)
         view, history = self._view_for(msg)
         decision = await self.policy.decide(view)
-        return self._reply(msg, decision, history)
+        return self._reply(msg, decision, history, planner_context_tokens(view))
 
     def _note(self, msg: ReadRequested | ScrapeRequested) -> None:
         if msg.call_id:
@@ -148,14 +157,23 @@ class PlannerActor(Actor):
 
     def _view_for(self, msg: PlanRequested) -> tuple[PlannerView, list[QueryRecord]]:
         history = [QueryRecord(q.query, q.hits, q.new_evidence) for q in msg.queries]
+        for point in msg.points:
+            self.points.setdefault(point.id, point)
+        evidence = list(self.view.evidence.values())
+        if msg.compressed:
+            full = set(msg.expanded)
+            evidence = [c if c.id in full else _compact(c) for c in evidence]
         view = PlannerView(
             question=self.view.question, round=msg.round,
-            evidence=list(self.view.evidence.values()), queries=history,
+            evidence=evidence, queries=history,
             feedback=msg.feedback, reads=tuple(self.reads),
             remaining_steps=msg.remaining_steps, remaining_tool_calls=msg.remaining_tool_calls,
             remaining_s=msg.remaining_s, collections=self.view.collections,
             pages=tuple(self.pages), remaining_pages=msg.remaining_pages,
             today=_date_of(msg.ts),
+            points=tuple(self.points.values()) if msg.compressed else (),
+            compressed=msg.compressed, expanded=msg.expanded, can_extend=msg.can_extend,
+            covered=msg.covered, newly_covered=msg.newly_covered, missing=msg.missing,
         )
         return view, history
 
@@ -184,12 +202,14 @@ class PlannerActor(Actor):
                 continue
             if not isinstance(event, PlanRequested) or event.actor == self.name:
                 continue
+            for point in event.points:  # asked again after the resume or not: points stay
+                self.points.setdefault(point.id, point)
             reply = replies.get(event.seq, [])
             if not any(isinstance(e, PlanDecided) for e in reply):
                 continue  # not answered: it is asked again after the resume
             view, history = self._view_for(event)
             if callable(replay):
-                self._reply(event, replay(view), history)
+                self._reply(event, replay(view), history, planner_context_tokens(view))
             elif self.loop_guard is not None:
                 self.loop_guard.sync(history)
                 refused = [e.query for e in reply
@@ -204,7 +224,7 @@ class PlannerActor(Actor):
             restore(events)
 
     def _reply(self, msg: PlanRequested, decision: Decision,
-               history: Sequence[QueryRecord]) -> list[Event]:
+               history: Sequence[QueryRecord], context_tokens: int = 0) -> list[Event]:
         out: list[Event] = []
         calls = self._vet(decision, history, out)
         searches = [str(c.args["query"]) for c in calls
@@ -214,10 +234,12 @@ class PlannerActor(Actor):
         if decision.action != "answer" and not calls:
             reason = (decision.reason + "; " if decision.reason else "") + \
                 "every proposed query repeats earlier work; answering"
-            out.append(PlanDecided(action="answer", reason=reason, tokens=decision.tokens))
+            out.append(PlanDecided(action="answer", reason=reason, tokens=decision.tokens,
+                                   context_tokens=context_tokens))
             return out
         out.append(PlanDecided(action=decision.action, calls=calls, reason=decision.reason,
-                               tokens=decision.tokens))
+                               tokens=decision.tokens, context_tokens=context_tokens,
+                               extend=decision.extend))
         return out
 
     def _vet(self, decision: Decision, history: Sequence[QueryRecord],
@@ -238,6 +260,20 @@ class PlannerActor(Actor):
                     continue
             kept.append(call)
         return tuple(kept)
+
+
+SNIPPET_WORDS = 25  # words of a web result's snippet a compressed view keeps
+
+
+def _compact(chunk: EvidenceChunk) -> EvidenceChunk:
+    """A chunk as a compressed view shows it: ids, title, URL and neighbours, no bulk text.
+
+    A web result whose page was not opened keeps the first words of its
+    snippet (what a results page shows); the text of everything else comes
+    to the planner through the key points.
+    """
+    text = " ".join(chunk.text.split()[:SNIPPET_WORDS]) if chunk.snippet else ""
+    return chunk.model_copy(update={"text": text})
 
 
 def _date_of(ts: float) -> str:

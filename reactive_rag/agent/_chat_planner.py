@@ -357,6 +357,7 @@ class ChatPlanner:
         self._pages_seen = 0
         self._used_ids: set[str] = set()
         self.last_rejections: list[Rejection] = []
+        self._point_text: dict[str, str] = {}  # compressed context: a compact chunk's points
 
     def restore(self, events: Sequence[Event]) -> None:
         """A resumed run (crash): start over from what the stored events hold.
@@ -379,6 +380,11 @@ class ChatPlanner:
             self._question = view.question
         self._round = view.round
         self.last_rejections = []
+        texts: dict[str, list[str]] = {}
+        for point in view.points:  # a compressed view: compact chunks read as their key points
+            for chunk_id in point.chunk_ids:
+                texts.setdefault(chunk_id, []).append(point.text)
+        self._point_text = {cid: " ".join(t) for cid, t in texts.items()}
         loop = asyncio.get_running_loop()
         budget = self.timeout_s
         if view.remaining_s is not None:
@@ -735,7 +741,7 @@ class ChatPlanner:
             self.messages.append({"role": "user", "content": "\n\n".join(as_user)})
 
     def _render(self, chunk: EvidenceChunk) -> str:
-        text = " ".join(chunk.text.split())
+        text = " ".join((chunk.text or self._point_text.get(chunk.id, "")).split())
         if len(text) > self.max_chunk_chars:
             text = text[: self.max_chunk_chars].rsplit(" ", 1)[0] + " ..."
         return f"{_label(chunk)}: {text}" if chunk.title else f"{_label(chunk)} {text}"

@@ -19,7 +19,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import JsonValue
 
@@ -330,6 +330,7 @@ class OfflinePlanner:
         self._excluded: set[str] = set()  # hosts flagged as spam in this run
         self._dated: set[str] = set()  # queries sent with a date filter
         self._gave_up_dates = False
+        self._asked_extension = False  # the run's one budget extension was asked for
 
     # --- public entry point -----------------------------------------------------------
 
@@ -348,9 +349,13 @@ class OfflinePlanner:
 
     def plan(self, view: PlannerView) -> Decision:
         """Synchronous :meth:`decide` (the policy does no I/O)."""
+        view = _from_points(view)
         self._excluded |= {h for f in view.feedback if f.kind == "spam" for h in f.hosts}
         self._gave_up_dates = self._dated_empty(view)
         stop = self._stop_reason(view)
+        extend = self._should_extend(view, stop)
+        if extend:
+            stop = ""  # one more round, if the run grants it
         pages = self._pages_to_open(view) if not _hard_stop(stop) else []
         if stop and not pages:
             return Decision(action="answer", reason=stop)
@@ -386,16 +391,29 @@ class OfflinePlanner:
                  for i, (tool, args) in enumerate(moves)]
         limit = view.remaining_tool_calls
         if limit is not None:
-            calls = calls[: max(0, limit)]
+            # an extension adds (at least) a round of bridge searches
+            calls = calls[: max(0, limit) + (self.bridges_per_round if extend else 0)]
         if not calls:
             return Decision(action="answer", reason=stop or "no new angle left to search")
         if read is not None:
             reason = "read on from a promising passage" + (f"; {reason}" if fresh else "")
+        if extend:
+            self._asked_extension = True
+            reason = ("the last round covered " + ", ".join(view.newly_covered) + "; one more "
+                      "round for " + ", ".join(view.missing) + f" (budget extension); {reason}")
         if any(c.tool == "search" for c in calls):
-            return Decision(action="search", calls=tuple(calls), reason=reason)
+            return Decision(action="search", calls=tuple(calls), reason=reason, extend=extend)
         if any(c.tool == "scrape" for c in calls):
-            return Decision(action="scrape", calls=tuple(calls), reason=reason)
-        return Decision(action="read", calls=tuple(calls), reason=reason)
+            return Decision(action="scrape", calls=tuple(calls), reason=reason, extend=extend)
+        return Decision(action="read", calls=tuple(calls), reason=reason, extend=extend)
+
+    def _should_extend(self, view: PlannerView, stop: str) -> bool:
+        """Ask for the run's one extension only when steps or tool calls (not time) stop
+        the search right after a round that covered a part of the question not covered
+        before, while another part is still missing (the run judge's typed parts)."""
+        return (not self._asked_extension and view.can_extend
+                and stop in ("tool-call budget spent", "model steps nearly spent")
+                and bool(view.newly_covered) and bool(view.missing))
 
     def _args(self, query: str, period: AskedPeriod | None = None) -> dict[str, JsonValue]:
         args: dict[str, JsonValue] = {"query": query}
@@ -791,6 +809,27 @@ def _rewrites(question: str, empty: Sequence[QueryRecord]) -> list[str]:
         if len(words) > 1:
             out.append(" ".join(words[:-1]))
     return out
+
+
+def _from_points(view: PlannerView) -> PlannerView:
+    """A compressed view with each compact chunk's text rebuilt from its key points.
+
+    The planner's moves read passages (bridges, coverage, read-on); in a
+    compressed view the key points are what it has of them, so each compact
+    chunk reads as the points that cite it (a chunk no point cites stays
+    empty: its title and ids still count). Full chunks and snippets are kept.
+    """
+    if not view.compressed or not view.points:
+        return view
+    texts: dict[str, list[str]] = {}
+    for point in view.points:
+        for chunk_id in point.chunk_ids:
+            texts.setdefault(chunk_id, []).append(point.text)
+    full = set(view.expanded)
+    evidence = [c if c.id in full or c.snippet or c.id not in texts
+                else c.model_copy(update={"text": " ".join(texts[c.id])})
+                for c in view.evidence]
+    return replace(view, evidence=evidence)
 
 
 def _rank(question: str, evidence: Sequence[EvidenceChunk]) -> list[EvidenceChunk]:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from streams import Claim, ClaimError, EvidenceChunk, Feedback, ToolCall
+from streams import Claim, ClaimError, EvidenceChunk, Feedback, KeyPoint, ToolCall
 
 __all__ = [
     "Decision",
@@ -21,6 +21,7 @@ __all__ = [
     "QueryRecord",
     "WriteMode",
     "WriterPolicy",
+    "planner_context_tokens",
 ]
 
 WriteMode = Literal["answer", "finalize", "repair"]
@@ -46,6 +47,18 @@ class PlannerView:
     floor, spam, stale...) so a policy decides on ``kind``, never on prose.
     ``pages`` are the URLs this run opened; ``today`` is the run's date (ISO),
     for date filters ("last year").
+
+    With context compression (budget ``compress_context``, ``compressed``
+    True) the bulk text comes as ``points``: every key point of the run so far
+    (at most 5 per round, ~50 words each, naming the chunks they came from);
+    ``evidence`` then shows in full only the chunks in ``expanded`` (recalled
+    with a ``recall`` call, ``args={"point": id}``, or cited again), the
+    others compact: ids, titles, URLs and neighbour ids kept, text empty (a
+    web result's snippet cut to its first words). Near the end of the budget
+    (``can_extend``) the run's answerability judge says which parts of the
+    question the evidence ``covered``, which the last round ``newly_covered``
+    and which are ``missing``; a decision with ``extend=True`` asks for the
+    run's one budget extension.
     """
 
     question: str
@@ -61,16 +74,45 @@ class PlannerView:
     pages: Sequence[str] = ()
     remaining_pages: int | None = None
     today: str = ""
+    points: Sequence[KeyPoint] = ()
+    compressed: bool = False
+    expanded: Sequence[str] = ()
+    can_extend: bool = False
+    covered: Sequence[str] = ()
+    newly_covered: Sequence[str] = ()
+    missing: Sequence[str] = ()
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+def planner_context_tokens(view: PlannerView) -> int:
+    """Whitespace tokens of everything ``view`` shows a planner.
+
+    The question, the key points, the evidence texts, the queries made and
+    the feedback; a stand-in for a model's token count that needs no tokenizer.
+    """
+    return (_words(view.question) + sum(_words(p.text) for p in view.points)
+            + sum(_words(c.text) for c in view.evidence)
+            + sum(_words(q.query) for q in view.queries)
+            + sum(_words(f.detail) for f in view.feedback))
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """A planner turn: tool calls to run in order, or ``answer`` (no calls)."""
+    """A planner turn: tool calls to run in order, or ``answer`` (no calls).
 
-    action: Literal["search", "read", "scrape", "answer"]
+    ``extend``: ask for the run's one budget extension (one more round), near
+    the end of the budget; the run grants or refuses it (``budget.extended`` /
+    ``budget.extension_refused``).
+    """
+
+    action: Literal["search", "read", "scrape", "answer", "recall"]
     calls: Sequence[ToolCall] = ()
     reason: str = ""
     tokens: int = 0
+    extend: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 from ._answerability import Answerability, AnswerabilityJudge, Verdict, limits_note, partial_note
 from ._budget import Budget
 from ._conflicts import conflict_claims, conflicts_for_answer, find_conflicts
+from ._context import RunContext
 from ._controller import RunController
 from ._exceptions import IllegalTransition, RunConfigError, RunError
 from ._machine import (
@@ -30,6 +31,7 @@ __all__ = [
     "InFlight",
     "Phase",
     "RunConfigError",
+    "RunContext",
     "RunController",
     "RunError",
     "RunState",

@@ -33,10 +33,15 @@ class Budget:
     saturation_overlap: float = 0.8  # share of a round's evidence already known
     saturation_rounds: int = 2  # consecutive saturated rounds that end searching
     gap_rounds: int = 1  # searches for the parts of the question the evidence misses
+    context_window_tokens: int = 8192  # the planner model's window (a budget extension needs
+    # the planner's latest context under 70% of it)
+    compress_context: bool = False  # the planner sees key points of each round, not raw chunks
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if isinstance(value, bool):
+                continue  # a switch, not a limit
             if value <= 0:
                 raise ValueError(f"budget {f.name} must be positive, got {value!r}")
         if not 0 < self.saturation_overlap <= 1:

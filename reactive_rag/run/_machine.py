@@ -42,6 +42,9 @@ from streams import (
     AnswerRequested,
     AnswerVerified,
     BudgetExhausted,
+    BudgetExtended,
+    BudgetExtensionRefused,
+    BudgetExtensionRequested,
     BudgetTick,
     Claim,
     ClaimError,
@@ -50,14 +53,17 @@ from streams import (
     EvidenceChunk,
     EvidenceRegistered,
     EvidenceSelected,
+    ExtensionRefusal,
     Feedback,
     FeedbackKind,
     Hit,
+    KeyPoint,
     LoopDetected,
     Outcome,
     PageScraped,
     PlanDecided,
     PlanRequested,
+    PointRecalled,
     QueryStat,
     ReadCompleted,
     ReadFailed,
@@ -86,6 +92,7 @@ from ._budget import Budget
 from ._conflicts import conflicts_for_answer
 from ._exceptions import IllegalTransition
 from ._hygiene import clean_call
+from ._points import compress_round, point_chunks
 from ._soft_failures import spam_flags, stale_flag
 
 __all__ = [
@@ -213,6 +220,12 @@ class RunState:
     judged: Answerability | None = None
     selects: bool = False  # a selector actor picks the writer's evidence (agent runs)
     conflicts: tuple[Conflict, ...] = ()
+    points: tuple[KeyPoint, ...] = ()  # key points shown to the planner (compress_context)
+    pointed: frozenset[str] = frozenset()  # evidence ids already turned into points
+    expanded: frozenset[str] = frozenset()  # chunks shown in full (recalled or cited again)
+    round_recalls: int = 0  # recall calls answered in this round
+    context_tokens: int = 0  # what the planner was shown in its latest turn (plan.decided)
+    extended: bool = False  # the run's one budget extension was granted
     judge: AnswerabilityJudge | None = field(default=None, compare=False)
     credibility: Credibility | None = field(default=None, compare=False)
 
@@ -392,26 +405,62 @@ def _request_plan(state: RunState, out: list[Command]) -> _Step:
         return _exhausted(state, "tokens", out, announce=True)
     if state.elapsed_s >= b.wall_s:
         return _exhausted(state, "wall_clock", out, announce=True)
+    new_points: tuple[KeyPoint, ...] = ()
+    if b.compress_context:
+        fresh = [c for i, c in state.evidence.items() if i not in state.pointed]
+        new_points = compress_round(state.question, fresh, state.round)
+        state = replace(state, points=(*state.points, *new_points),
+                        pointed=state.pointed | {c.id for c in fresh})
+    before = state.round_known_before
     state = replace(state, steps=state.steps + 1, round=state.round + 1, phase=Phase.PLANNING,
                     round_returned=frozenset(), round_known_before=frozenset(state.evidence),
-                    after_calls=None)
+                    after_calls=None, round_recalls=0)
+    can_extend = _near_end(state) and not state.extended and state.mode == "agent"
+    covered, newly, missing = _coverage(state, before) if can_extend else ((), (), ())
     out.append(PlanRequested(
         round=state.round, feedback=state.feedback, queries=state.queries,
         remaining_steps=b.max_steps - state.steps,
         remaining_tool_calls=b.max_tool_calls - state.tool_calls,
         remaining_s=round(state.remaining_s, 3),
         remaining_pages=b.max_pages - len(state.pages),
+        compressed=b.compress_context, points=new_points,
+        expanded=tuple(i for i in state.evidence if i in state.expanded),
+        can_extend=can_extend, covered=covered, newly_covered=newly, missing=missing,
     ))
     out.append(_tick(state))
     return replace(state, feedback=()), out
 
 
+def _near_end(state: RunState) -> bool:
+    """The last model step, or no more than one round of tool calls left."""
+    b = state.budget
+    return (b.max_steps - state.steps <= 1
+            or b.max_tool_calls - state.tool_calls <= b.max_parallel_calls)
+
+
+def _coverage(state: RunState, before: frozenset[str]
+              ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The question's parts the held evidence covers, those the last round newly covered,
+    and those still missing, by the run's answerability judge (typed parts, no prose)."""
+    if state.judge is None or not state.evidence:
+        return (), (), ()
+    held = tuple(state.evidence.values())
+    now = state.judge(state.question, held, ())
+    earlier = tuple(c for c in held if c.id in before)
+    was = state.judge(state.question, earlier, ()).covered if earlier else ()
+    newly = tuple(p for p in now.covered if p not in was)
+    return now.covered, newly, now.missing
+
+
 def _on_planning(state: RunState, event: Event, out: list[Command]) -> _Step:
     if isinstance(event, PlanDecided):
-        state = replace(state, tokens=state.tokens + max(0, event.tokens))
+        state = replace(state, tokens=state.tokens + max(0, event.tokens),
+                        context_tokens=max(0, event.context_tokens))
         if state.tokens >= state.budget.max_tokens:
             return _exhausted(state, "tokens", out, announce=True)
         calls = event.calls
+        if event.extend:
+            state = _extend(state, event, out)
         if event.action in ("answer", "finalize") or not calls:
             return _select(state, "answer", out)
         state = replace(state, queue=tuple(calls), phase=Phase.ACTING)
@@ -419,6 +468,46 @@ def _on_planning(state: RunState, event: Event, out: list[Command]) -> _Step:
     if isinstance(event, ActorFailed) and event.request_type == "plan.requested":
         return fall_back_to_rag(state, f"planner failed: {event.error.kind}: {event.error.message}")
     return state, out
+
+
+EXTENSION_CONTEXT_SHARE = 0.7  # an extension needs the planner's context under this share
+
+
+def _extend(state: RunState, decided: PlanDecided, out: list[Command]) -> RunState:
+    """The planner asked for one more round: grant it once, or refuse with a typed reason.
+
+    Granted: one more model step and one more round of tool calls
+    (``max_parallel_calls``). Wall time is not extended: the run's deadline is
+    the runtime's timer, which does not move.
+    """
+    b = state.budget
+    out.append(BudgetExtensionRequested(
+        steps=state.steps, tool_calls=state.tool_calls, max_steps=b.max_steps,
+        max_tool_calls=b.max_tool_calls, context_tokens=state.context_tokens,
+        context_window_tokens=b.context_window_tokens))
+    limit = EXTENSION_CONTEXT_SHARE * b.context_window_tokens
+    refusal: tuple[ExtensionRefusal, str] | None = None
+    if state.extended:
+        refusal = ("already_extended", "a run is extended at most once")
+    elif decided.action in ("answer", "finalize") or not decided.calls:
+        refusal = ("no_calls", "the plan makes no tool call to extend the budget for")
+    elif state.context_tokens >= limit:
+        refusal = ("context_full", f"the planner's context ({state.context_tokens} tokens) is at "
+                   f"or over {EXTENSION_CONTEXT_SHARE:.0%} of its window "
+                   f"({b.context_window_tokens})")
+    elif not _near_end(state):
+        refusal = ("not_near_end", "more than one round of budget is left")
+    if refusal is not None:
+        out.append(BudgetExtensionRefused(reason=refusal[0], detail=refusal[1]))
+        return state
+    grown = replace(b, max_steps=b.max_steps + 1,
+                    max_tool_calls=b.max_tool_calls + b.max_parallel_calls)
+    out.append(BudgetExtended(added_steps=1, added_tool_calls=b.max_parallel_calls, added_s=0.0,
+                              max_steps=grown.max_steps, max_tool_calls=grown.max_tool_calls,
+                              deadline_s=grown.wall_s))
+    state = replace(state, budget=grown, extended=True)
+    out.append(_tick(state))
+    return state
 
 
 # --- acting ------------------------------------------------------------------------------------
@@ -449,6 +538,9 @@ def _dispatch(state: RunState, out: list[Command]) -> _Step:
         if call.tool == "answer":
             state = replace(state, queue=(), after_calls="answer")
             break
+        if call.tool == "recall":  # answered from the registry: no I/O, no tool-call budget
+            state = _recall(state, call, out)
+            continue
         if state.tool_calls >= b.max_tool_calls:
             state = replace(state, queue=(), after_calls="tool_calls")
             break
@@ -498,6 +590,22 @@ def _dispatch(state: RunState, out: list[Command]) -> _Step:
     if state.after_calls == "tool_calls":
         return _exhausted(state, "tool_calls", out, announce=True)
     return _end_round(state, out)
+
+
+def _recall(state: RunState, call: ToolCall, out: list[Command]) -> RunState:
+    """A key point's chunks back in full for the planner's next view, or a typed refusal."""
+    if call.id in state.seen_call_ids:
+        return _refuse(state, call, "duplicate call id", out)
+    point_id = call.args.get("point")
+    point = next((p for p in state.points if p.id == point_id), None)
+    if point is None:
+        return _refuse(state, call, f"unknown point {point_id!r}: recall only the id of a key "
+                       "point shown in this run", out)
+    chunk_ids = tuple(i for i in point.chunk_ids if i in state.evidence)
+    out.append(PointRecalled(call_id=call.id, point=point.id, chunk_ids=chunk_ids))
+    return replace(state, expanded=state.expanded | set(chunk_ids),
+                   seen_call_ids=state.seen_call_ids | {call.id},
+                   round_recalls=state.round_recalls + 1)
 
 
 def _check_args(state: RunState, call: ToolCall) -> str | None:
@@ -784,6 +892,8 @@ def _end_round(state: RunState, out: list[Command]) -> _Step:
     known = returned & state.round_known_before
     overlap = len(known) / len(returned) if returned else 1.0
     saturated = state.saturated_rounds + 1 if overlap >= state.budget.saturation_overlap else 0
+    if not returned and state.round_recalls:
+        saturated = state.saturated_rounds  # a round of recalls only searched nothing
     state = replace(state, saturated_rounds=saturated)
     if saturated >= state.budget.saturation_rounds and state.evidence:
         out.append(LoopDetected(kind="saturation", detail=(
@@ -905,7 +1015,9 @@ def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
         calls = tuple(ToolCall(id=f"gap{state.gap_rounds + 1}-{i}", tool="search",
                                args={"query": q}) for i, q in enumerate(searches, 1))
         state = replace(state, gap_rounds=state.gap_rounds + 1, queue=calls, phase=Phase.ACTING,
-                        round_returned=frozenset(), round_known_before=frozenset(state.evidence))
+                        round_returned=frozenset(), round_known_before=frozenset(state.evidence),
+                        # the points behind the chosen evidence come back in full
+                        expanded=state.expanded | point_chunks(state.points, ids))
         return _dispatch(state, out)
     if judged.verdict == "unanswerable":
         ran_out = (f"; the {state.exhausted.replace('_', ' ')} budget ran out"

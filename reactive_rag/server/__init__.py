@@ -28,6 +28,7 @@ from ._openapi import openapi_document
 from ._problems import PROBLEM_CODES, ProblemAppRunner
 from ._redact import RedactingAccessLogger
 from ._runs import ActiveRun, RunManager
+from ._sessions import SESSIONS_KEY, SessionManager, SessionRequest
 
 __all__ = [
     "AUTH_KEY",
@@ -36,6 +37,7 @@ __all__ = [
     "ENGINE_KEY",
     "MANAGER_KEY",
     "PROBLEM_CODES",
+    "SESSIONS_KEY",
     "STORE_KEY",
     "ActiveRun",
     "Authenticator",
@@ -50,6 +52,8 @@ __all__ = [
     "RunManager",
     "ServerConfig",
     "ServerError",
+    "SessionManager",
+    "SessionRequest",
     "Tenant",
     "TenantConfig",
     "create_app",

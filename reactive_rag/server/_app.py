@@ -501,6 +501,8 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
     app[WEBSOCKETS_KEY] = set()
     app[INTERRUPTED_KEY] = []
     app.add_routes(routes)
+    from ._sessions import session_routes  # (it imports this module: added late)
+    app.add_routes(session_routes)
     _mount_extras(app)
     install_log_redaction()
     app.cleanup_ctx.append(_lifecycle(config, engine, store, research))
@@ -539,6 +541,8 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
         app[MANAGER_KEY] = manager
+        from ._sessions import SESSIONS_KEY, SessionManager
+        sessions = app[SESSIONS_KEY] = SessionManager.for_config(run_store, manager, config).start()
         if config.resume_interrupted and interrupted:
             resumed = await manager.resume_all(interrupted, app[AUTH_KEY].tenant)
             log.info("resumed %d of %d interrupted run(s)", len(resumed), len(interrupted))
@@ -564,6 +568,7 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
                 with contextlib.suppress(Exception):
                     await building
             await manager.aclose()  # every tenant's runs, whichever engine runs them
+            await sessions.aclose()  # their turns saved before the store closes
             await keeper.aclose()
             if own_engine:  # tenant engines share the index: closed only when it is ours
                 for tenant_engine in tenant_engines.values():

@@ -8,6 +8,8 @@ Loaded from a TOML file and overridden by environment variables::
     owner = "api-1"                            # optional: this replica's stable name
     lease_ttl_s = 15.0                         # its lease lasts this long per heartbeat
     store_retry_s = 15.0                       # a store down longer than this fails its runs
+    session_ttl_s = 3600.0                     # a conversation lives this long after its last use
+    session_max_ttl_s = 86400.0                # the most a POST /v1/sessions may ask for
 
     [tenants.acme]
     token_sha256 = ["<sha256 hex of the bearer token>"]
@@ -63,6 +65,7 @@ from ._exceptions import ConfigError
 
 __all__ = [
     "DEFAULT_TENANT",
+    "SESSION_TTL_CAP_S",
     "ChatConfig",
     "EntailmentConfig",
     "ServerConfig",
@@ -74,6 +77,8 @@ DEFAULT_TENANT = "default"
 ALL_COLLECTIONS = "*"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _STRICT = ConfigDict(extra="forbid", frozen=True)
+SESSION_TTL_CAP_S = 30 * 86400.0
+"""No session TTL (configured or asked for) is over 30 days."""
 
 
 def default_store_path() -> Path:
@@ -229,6 +234,12 @@ class ServerConfig(BaseModel):
         write_timeout_s: a client that cannot take one write in this time is detached.
         entailment: a chat model judging every kept claim on top of the offline
             checks (``[entailment]`` table: ``url``, ``model``); none by default.
+        session_ttl_s: how long a conversation session (``POST /v1/sessions``)
+            lives after its last use (each request about it, each turn's end
+            slides it); after that it is gone (404) and swept from the store.
+        session_max_ttl_s: the longest TTL a ``POST /v1/sessions`` may ask for
+            (a longer one is cut to this); at least ``session_ttl_s``, at most
+            30 days.
     """
 
     model_config = _STRICT
@@ -251,6 +262,15 @@ class ServerConfig(BaseModel):
     keepalive_s: float = Field(default=15.0, gt=0)
     write_timeout_s: float = Field(default=10.0, gt=0)
     entailment: EntailmentConfig | None = None
+    session_ttl_s: float = Field(default=3600.0, gt=0, le=SESSION_TTL_CAP_S)
+    session_max_ttl_s: float = Field(default=86400.0, gt=0, le=SESSION_TTL_CAP_S)
+
+    @model_validator(mode="after")
+    def _session_ttls(self) -> ServerConfig:
+        if self.session_ttl_s > self.session_max_ttl_s:
+            raise ValueError(f"session_ttl_s ({self.session_ttl_s}) is over "
+                             f"session_max_ttl_s ({self.session_max_ttl_s})")
+        return self
 
     @field_validator("tenants")
     @classmethod

@@ -6,7 +6,15 @@ import dataclasses
 import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    field_validator,
+)
 
 from ..run import Budget
 
@@ -17,7 +25,7 @@ CollectionName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}
 BUDGET_FIELDS: dict[str, type] = {
     f.name: type(f.default) for f in dataclasses.fields(Budget)
 }
-"""Budget limits a request may override, and whether each is an int or a float."""
+"""Budget fields a request may override, and whether each is a bool, an int or a float."""
 
 _BUDGET_MAX = 1_000_000
 
@@ -30,8 +38,8 @@ class RunRequest(BaseModel):
     question: Annotated[str, Field(min_length=1, max_length=4000)]
     mode: Literal["agent", "rag"] = "agent"
     collections: Annotated[list[CollectionName], Field(max_length=16)] | None = None
-    budget: Annotated[dict[str, StrictInt | StrictFloat], Field(max_length=len(BUDGET_FIELDS))] = (
-        Field(default_factory=dict))
+    budget: Annotated[dict[str, StrictBool | StrictInt | StrictFloat],
+                      Field(max_length=len(BUDGET_FIELDS))] = Field(default_factory=dict)
 
     @field_validator("question")
     @classmethod
@@ -44,12 +52,17 @@ class RunRequest(BaseModel):
 
     @field_validator("budget")
     @classmethod
-    def _budget(cls, value: dict[str, int | float]) -> dict[str, int | float]:
+    def _budget(cls, value: dict[str, bool | int | float]) -> dict[str, bool | int | float]:
         for name, limit in value.items():
             kind = BUDGET_FIELDS.get(name)
             if kind is None:
                 raise ValueError(f"unknown budget field {name[:40]!r}; known: "
                                  f"{sorted(BUDGET_FIELDS)}")
+            if (kind is bool) != isinstance(limit, bool):
+                raise ValueError(f"budget {name} must be "
+                                 f"{'true or false' if kind is bool else 'a number'}")
+            if kind is bool:
+                continue
             if kind is int and not isinstance(limit, int):
                 raise ValueError(f"budget {name} must be an integer")
             if not math.isfinite(limit) or not 0 < limit <= _BUDGET_MAX:

@@ -16,6 +16,7 @@ from typing import Any, get_args
 
 from streams import Outcome
 
+from ._config import SESSION_TTL_CAP_S
 from ._models import _BUDGET_MAX, BUDGET_FIELDS, RunRequest
 from ._problems import PROBLEM_CODES
 
@@ -57,6 +58,12 @@ _MAX_SEQ = 10**15 - 1
 _RUN_ID = {"name": "run_id", "in": "path", "required": True,
            "description": "a run id (any other string is a run that does not exist: 404)",
            "schema": {"type": "string", "pattern": "^[A-Za-z0-9]{1,64}$"}}
+_SESSION_ID = {"name": "session_id", "in": "path", "required": True,
+               "description": "a session id (any other string is a session that does not "
+                              "exist: 404)",
+               "schema": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,128}$"}}
+_SESSION_404 = _problem("no session with this id is visible to you (missing, expired, or "
+                        "another tenant's: `session_not_found`)")
 _AFTER = {"name": "after", "in": "query", "required": False,
           "description": "resume after this event seq (Last-Event-ID wins when both are sent; "
                          "both must be valid)",
@@ -200,6 +207,7 @@ def _base_document() -> dict[str, Any]:
                                                 "cancelled": {"type": "boolean"}}},
                 "Status": {"type": "object", "required": ["status"],
                            "properties": {"status": {"type": "string"}}},
+                **_session_schemas(),
                 "Event": EVENT_ENVELOPE,
                 "RunStreamEvent": _run_stream_event(),
                 "Problem": problem,
@@ -316,6 +324,7 @@ def _base_document() -> dict[str, Any]:
                     },
                 },
             },
+            **_session_paths(),
             "/v1/openapi.json": {
                 "get": {"operationId": "openapi", "summary": "This document", "security": [],
                         "responses": {"200": {"description": "OpenAPI 3.1 document",
@@ -338,6 +347,131 @@ def _base_document() -> dict[str, Any]:
     }
 
 
+def _session_schemas() -> dict[str, Any]:
+    """The bodies of the conversation-session routes."""
+    links = {"type": "object", "required": ["self", "runs"],
+             "properties": {k: {"type": "string"} for k in ("self", "runs")}}
+    unix = {"type": "number", "description": "Unix seconds"}
+    question = {"type": "string", "description": "as asked"}
+    standalone = {"type": "string", "description": "the question read against the earlier "
+                                                   "turns (what the run was asked)"}
+    turn = {"type": "object",
+            "required": ["run_id", "question", "standalone", "outcome", "answer"],
+            "properties": {"run_id": {"type": "string"}, "question": question,
+                           "standalone": standalone, "outcome": {"type": "string"},
+                           "answer": {"type": "string"}}}
+    return {
+        "SessionRequest": {
+            "title": "SessionRequest", "type": "object", "additionalProperties": False,
+            "properties": {"ttl_s": {
+                "anyOf": [{"type": "number", "minimum": 1, "maximum": SESSION_TTL_CAP_S},
+                          {"type": "null"}],
+                "description": "seconds the session lives after its last use (default: "
+                               "the server's `session_ttl_s`; cut to its "
+                               "`session_max_ttl_s`)"}}},
+        "SessionLinks": links,
+        "SessionCreated": {
+            "type": "object", "required": ["session_id", "links", "expires"],
+            "properties": {"session_id": {"type": "string"},
+                           "links": {"$ref": "#/components/schemas/SessionLinks"},
+                           "expires": unix}},
+        "SessionRunCreated": {
+            "type": "object",
+            "required": ["run_id", "session_id", "question", "standalone", "links"],
+            "properties": {"run_id": {"type": "string"}, "session_id": {"type": "string"},
+                           "question": question, "standalone": standalone,
+                           "links": {"$ref": "#/components/schemas/RunLinks"}}},
+        "SessionTurn": turn,
+        "SessionDetail": {
+            "type": "object",
+            "required": ["session_id", "created", "updated", "expires", "turns", "summary",
+                         "busy"],
+            "properties": {
+                "session_id": {"type": "string"},
+                "created": unix,
+                "updated": {**unix, "description": "Unix seconds: when the last turn was "
+                                                   "saved (or the session created)"},
+                "expires": {**unix, "description": "Unix seconds: when the session ends "
+                                                   "unless it is used again"},
+                "turns": {"type": "array", "items": {"$ref": "#/components/schemas/SessionTurn"},
+                          "description": "every finished turn, oldest first"},
+                "summary": {"type": "string", "description": "the older turns folded (empty "
+                                                            "while the history is short)"},
+                "busy": {"type": "boolean", "description": "a run of this session is going"}}},
+    }
+
+
+def _session_paths() -> dict[str, Any]:
+    """The conversation-session routes."""
+    body_errors = {"400": _problem("the body is not JSON, or cannot be read"),
+                   "401": _ERRORS["401"],
+                   "413": _problem("the body is too large"),
+                   "415": _problem("the body is not application/json")}
+    return {
+        "/v1/sessions": {
+            "post": {
+                "operationId": "createSession",
+                "summary": "Start a conversation: its runs read follow-up questions against "
+                           "the earlier turns",
+                "requestBody": {"required": False, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/SessionRequest"}}}},
+                "responses": {
+                    "201": {**_json("the session was created", "SessionCreated", {
+                        "Location": _header("the session's URL", {"type": "string"})}),
+                        "links": {name: {"operationId": op, "parameters": {
+                            "session_id": "$response.body#/session_id"}}
+                            for name, op in (("GetSession", "getSession"),
+                                             ("AskInSession", "startSessionRun"),
+                                             ("DeleteSession", "deleteSession"))}},
+                    **body_errors,
+                    "422": _problem("invalid fields"),
+                    "503": _problem("the run store is unavailable", _RETRY_AFTER),
+                },
+            },
+        },
+        "/v1/sessions/{session_id}": {
+            "get": {
+                "operationId": "getSession",
+                "summary": "A session's turns and summary (this use extends its life)",
+                "parameters": [_SESSION_ID],
+                "responses": {"200": _json("the session", "SessionDetail"),
+                              "401": _ERRORS["401"], "404": _SESSION_404},
+            },
+            "delete": {
+                "operationId": "deleteSession",
+                "summary": "End a session now (a run of it still going goes on)",
+                "parameters": [_SESSION_ID],
+                "responses": {"204": {"description": "the session was deleted"},
+                              "401": _ERRORS["401"], "404": _SESSION_404},
+            },
+        },
+        "/v1/sessions/{session_id}/runs": {
+            "post": {
+                "operationId": "startSessionRun",
+                "summary": "Ask the session's next question: the run answers it read against "
+                           "the earlier turns (one run at a time per session)",
+                "parameters": [_SESSION_ID],
+                "requestBody": {"required": True, "content": {"application/json": {
+                    "schema": {"$ref": "#/components/schemas/RunRequest"}}}},
+                "responses": {
+                    "201": _json("the run was started; follow it at its links", "SessionRunCreated",
+                                 {"Location": _header("the run's URL", {"type": "string"})}),
+                    **body_errors,
+                    "403": _problem("a collection the tenant may not search"),
+                    "404": _SESSION_404,
+                    "409": _problem("the session's previous run is still going "
+                                    "(`session_busy`)"),
+                    "422": _problem("invalid fields or run options"),
+                    "429": _problem("rate limited", _RETRY_AFTER),
+                    "503": _problem("the run store is unavailable (`store_unavailable`) "
+                                    "or the default corpus is still being indexed "
+                                    "(`not_ready`)", _RETRY_AFTER),
+                },
+            },
+        },
+    }
+
+
 def _run_request_schema() -> dict[str, Any]:
     """``RunRequest``'s JSON schema with the checks its validators make written out.
 
@@ -354,7 +488,9 @@ def _run_request_schema() -> dict[str, Any]:
             option["minItems"] = 1
     budget: dict[str, Any] = {}
     for name, kind in sorted(BUDGET_FIELDS.items()):
-        if kind is int:
+        if kind is bool:
+            budget[name] = {"type": "boolean"}
+        elif kind is int:
             budget[name] = {"type": "integer", "minimum": 1, "maximum": _BUDGET_MAX}
         else:
             budget[name] = {"type": "number", "exclusiveMinimum": 0,

@@ -19,7 +19,14 @@ from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError, LineTooL
 from aiohttp.web_request import BaseRequest
 
 from ..run import RunConfigError
-from ..store import InvalidCursor, RunNotFound, StoreClosed, StoreError, StoreUnavailable
+from ..store import (
+    InvalidCursor,
+    RunNotFound,
+    SessionNotFound,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+)
 from ._exceptions import Problem
 from ._redact import redact_secrets
 
@@ -32,6 +39,7 @@ __all__ = [
     "problem_middleware",
     "problem_response",
     "run_not_found",
+    "session_not_found",
 ]
 
 log = logging.getLogger("reactive_rag.server")
@@ -42,6 +50,8 @@ PROBLEM_CODES: dict[str, str] = {
     "unauthorized": "A valid bearer token is required",
     "run_not_found": "No such run",
     "run_not_resumable": "The run cannot be resumed (it is not interrupted)",
+    "session_not_found": "No such session",
+    "session_busy": "The session's previous run is still going",
     "collection_forbidden": "Collection not allowed",
     "invalid_json": "The request body is not valid JSON",
     "invalid_body": "The request body could not be read (a corrupt compression)",
@@ -90,6 +100,11 @@ def run_not_found() -> Problem:
     return make_problem(404, "run_not_found", "no run with this id is visible to you")
 
 
+def session_not_found() -> Problem:
+    """The one answer for a missing, expired or another tenant's session (ids never leak)."""
+    return make_problem(404, "session_not_found", "no session with this id is visible to you")
+
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -102,6 +117,8 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
         return problem_response(problem)
     except RunNotFound:
         return problem_response(run_not_found())
+    except SessionNotFound:
+        return problem_response(session_not_found())
     except InvalidCursor:
         return problem_response(make_problem(422, "invalid_cursor", field="cursor"))
     except RunConfigError as exc:

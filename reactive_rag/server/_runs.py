@@ -22,6 +22,7 @@ from typing import Any, Protocol, cast
 from streams import Event
 
 from .._engine import Engine, Mode, RunHandle
+from ..run import RunContext
 from ..store import (
     Recorder,
     RunMeta,
@@ -148,8 +149,11 @@ class RunManager:
             usage.running -= 1
 
     async def start(self, tenant: Tenant, question: str, *, mode: Mode,
-                    collections: tuple[str, ...], budget: Mapping[str, Any]) -> str:
+                    collections: tuple[str, ...], budget: Mapping[str, Any],
+                    context: RunContext | None = None) -> str:
         """Start a run and return its id once it is recorded in the store.
+
+        ``context``: a conversation's earlier turns, passed to ``Engine.start``.
 
         Raises:
             RateLimited: the tenant is at its concurrency or per-minute limit.
@@ -166,7 +170,7 @@ class RunManager:
         engine = self.engine_for(tenant.name)
         try:
             handle = engine.start(question, mode=mode, collections=collections,
-                                  budget=dict(budget), run_id=run_id)
+                                  budget=dict(budget), run_id=run_id, context=context)
         except BaseException:
             self._release(tenant.name)
             raise

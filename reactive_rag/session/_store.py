@@ -69,11 +69,17 @@ class SessionStore:
         return session_id in self._sessions
 
     def get(self, session_id: str) -> SessionKnowledgeBase:
-        """The session's knowledge base, created on first use (synchronous: no race)."""
+        """The session's knowledge base, created on first use (synchronous: no race).
+
+        Handing it out counts as use: its TTL starts again, so a session whose
+        runs only hold on to it is not swept in between.
+        """
         kb = self._sessions.get(session_id)
         if kb is None or kb.closed:
             kb = SessionKnowledgeBase(session_id, self._factory(), clock=self._clock)
             self._sessions[session_id] = kb
+        else:
+            kb.last_used = self._clock()
         return kb
 
     async def end(self, session_id: str) -> bool:

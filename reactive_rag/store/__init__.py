@@ -5,6 +5,8 @@ order, to a :class:`RunStore`; readers replay a stored run or attach to a live
 one from any ``seq`` with no gap and no duplicate. Each writing store is an
 owner with a lease (renewed by a :class:`LeaseKeeper`); runs of owners whose
 lease expired are marked interrupted by the others, and can be reopened.
+Conversation sessions (:class:`SessionRecord`, opaque JSON with a sliding TTL)
+are kept beside the runs.
 
 :class:`RedisRunStore` is imported on first use, so the ``redis`` package is
 only needed by those who use it.
@@ -12,7 +14,7 @@ only needed by those who use it.
 
 from typing import TYPE_CHECKING, Any
 
-from ._base import StoreBase
+from ._base import StoreBase, session_id_ok
 from ._exceptions import (
     InvalidCursor,
     RunAlreadyFinished,
@@ -21,6 +23,8 @@ from ._exceptions import (
     RunNotResumable,
     RunOwnedElsewhere,
     SeqConflict,
+    SessionExists,
+    SessionNotFound,
     StoreClosed,
     StoreCorrupt,
     StoreError,
@@ -38,6 +42,7 @@ from ._protocol import (
     RunRecord,
     RunStatus,
     RunStore,
+    SessionRecord,
     TaskStatus,
     TaskUpdate,
 )
@@ -65,6 +70,9 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "SeqConflict",
+    "SessionExists",
+    "SessionNotFound",
+    "SessionRecord",
     "SqliteRunStore",
     "StoreBase",
     "StoreClosed",
@@ -78,6 +86,7 @@ __all__ = [
     "TaskStatus",
     "TaskUpdate",
     "default_owner",
+    "session_id_ok",
 ]
 
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import math
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from typing import Protocol, Self
 
+from pydantic import JsonValue
 from reactivex import abc
 
 from streams import BridgeClosed, Event, EventBridge, RunFinished
@@ -23,7 +26,17 @@ from streams import BridgeClosed, Event, EventBridge, RunFinished
 from ._exceptions import InvalidCursor, SeqConflict, StoreClosed, StoreReadOnly
 from ._protocol import RunRecord, RunStatus
 
-__all__ = ["CommittedSource", "StoreBase", "check_batch", "make_cursor", "parse_cursor"]
+__all__ = [
+    "CommittedSource",
+    "StoreBase",
+    "check_batch",
+    "make_cursor",
+    "new_session_args",
+    "parse_cursor",
+    "session_data_text",
+    "session_id_ok",
+    "session_ttl_us",
+]
 
 PAGE = 512
 _CURSOR = re.compile(r"^(\d{16}):(.+)$", re.DOTALL)
@@ -75,6 +88,42 @@ def check_batch(run_id: str, events: Sequence[Event]) -> None:
         if isinstance(event, RunFinished) and index != len(events) - 1:
             raise SeqConflict(f"run.finished (seq {event.seq}) must be the last event of a run")
         previous = event.seq
+
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+
+def session_id_ok(session_id: object) -> bool:
+    """Whether ``session_id`` is one a session can have (1-128 of ``A-Za-z0-9_-``)."""
+    return isinstance(session_id, str) and _SESSION_ID.fullmatch(session_id) is not None
+
+
+def session_ttl_us(ttl_s: float) -> int:
+    """A session TTL in whole microseconds (at least 1); ValueError unless positive, finite."""
+    if isinstance(ttl_s, bool) or not isinstance(ttl_s, int | float) or \
+            not math.isfinite(ttl_s) or ttl_s <= 0:
+        raise ValueError("ttl_s must be a positive, finite number of seconds")
+    return max(1, round(ttl_s * 1_000_000))
+
+
+def session_data_text(data: dict[str, JsonValue]) -> str:
+    """``data`` as compact JSON text; ValueError unless it is a JSON object (no NaN)."""
+    if not isinstance(data, dict):
+        raise ValueError("session data must be a JSON object")
+    try:
+        return json.dumps(data, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"session data is not JSON: {exc}") from None
+
+
+def new_session_args(session_id: str, tenant: str, data: dict[str, JsonValue],
+                     ttl_s: float) -> tuple[int, str]:
+    """Check a new session's arguments (ValueError); its TTL in microseconds and data as JSON."""
+    if not session_id_ok(session_id):
+        raise ValueError("a session id is 1 to 128 of A-Z a-z 0-9 _ -")
+    if not tenant:
+        raise ValueError("a session needs a non-empty tenant")
+    return session_ttl_us(ttl_s), session_data_text(data)
 
 
 class StoreBase:

@@ -5,8 +5,10 @@ Hierarchy::
     StoreError
     ├── RunNotFound(StoreError, LookupError)       missing id, or another tenant's id
     ├── TaskNotFound(StoreError, LookupError)      missing background task id
+    ├── SessionNotFound(StoreError, LookupError)   missing, expired or another tenant's session
     ├── RunExists(StoreError, ValueError)          create_run with an id in use
     ├── TaskExists(StoreError, ValueError)         create_task with an id in use
+    ├── SessionExists(StoreError, ValueError)      create_session with an id in use
     ├── RunAlreadyFinished(StoreError)             append to a finished/interrupted run
     ├── RunOwnedElsewhere(RunAlreadyFinished)      append by a writer whose run was resumed
     │                                              elsewhere (it lost its lease)
@@ -21,7 +23,8 @@ Hierarchy::
                                                    event no longer decodes
 
 ``RunNotFound`` is deliberately the same for a missing id and for a run of
-another tenant, so an error never tells a caller that an id exists.
+another tenant, so an error never tells a caller that an id exists; so is
+``SessionNotFound`` (which an expired session raises too).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ __all__ = [
     "RunNotResumable",
     "RunOwnedElsewhere",
     "SeqConflict",
+    "SessionExists",
+    "SessionNotFound",
     "StoreClosed",
     "StoreCorrupt",
     "StoreError",
@@ -63,6 +68,18 @@ class TaskNotFound(StoreError, LookupError):
     def __init__(self, task_id: str) -> None:
         super().__init__(f"task {task_id!r} not found")
         self.task_id = task_id
+
+
+class SessionNotFound(StoreError, LookupError):
+    """No such session for this caller (missing, expired, or another tenant's)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"session {session_id[:128]!r} not found")
+        self.session_id = session_id
+
+
+class SessionExists(StoreError, ValueError):
+    """A live session with this id was already created."""
 
 
 class RunExists(StoreError, ValueError):

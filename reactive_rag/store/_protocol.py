@@ -24,6 +24,7 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "RunStore",
+    "SessionRecord",
     "TaskStatus",
     "TaskUpdate",
 ]
@@ -111,6 +112,26 @@ class TaskUpdate:
     progress: float | None = None
     result: JsonValue = None
     error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """A stored conversation session (timestamps are Unix seconds, by the store's clock).
+
+    ``data`` is opaque to the store (the conversation's JSON state); the
+    session lives ``ttl_s`` after it was last used (sliding TTL): every
+    :meth:`RunStore.get_session` that touches it and every
+    :meth:`RunStore.save_session` moves ``expires_at`` to now + ``ttl_s``.
+    """
+
+    session_id: str
+    tenant: str
+    data: dict[str, JsonValue]
+    ttl_s: float
+    created_at: float
+    updated_at: float
+    """When ``data`` last changed (created or saved); a touch leaves it alone."""
+    expires_at: float
 
 
 @runtime_checkable
@@ -292,4 +313,52 @@ class RunStore(Protocol):
 
     async def list_unfinished_tasks(self) -> list[BackgroundTask]:
         """Pending and running tasks, oldest first (what a restarted runner resumes)."""
+        ...
+
+    async def create_session(self, session_id: str, tenant: str, data: dict[str, JsonValue],
+                             *, ttl_s: float) -> SessionRecord:
+        """Store a new session that expires ``ttl_s`` after its last use.
+
+        ``session_id`` is 1 to 128 of ``A-Z a-z 0-9 _ -``; ``data`` any JSON object.
+
+        Raises:
+            SessionExists: the id is taken (by a session that has not expired).
+            ValueError: a malformed id, an empty tenant, a ``ttl_s`` that is not
+                a positive finite number, or ``data`` that is not JSON.
+            StoreReadOnly: the store was opened read-only.
+        """
+        ...
+
+    async def get_session(self, session_id: str, tenant: str | None = None, *,
+                          touch: bool = True) -> SessionRecord:
+        """One session, scoped to ``tenant``; ``touch`` also moves its expiry to now + TTL.
+
+        A read-only store never writes: it reads as with ``touch=False``.
+
+        Raises:
+            SessionNotFound: missing, expired, malformed id, or another tenant's.
+        """
+        ...
+
+    async def save_session(self, session_id: str, data: dict[str, JsonValue], *,
+                           tenant: str | None = None) -> SessionRecord:
+        """Replace the session's ``data`` and move its expiry to now + TTL.
+
+        Raises:
+            SessionNotFound: missing, expired, or another tenant's.
+            ValueError: ``data`` is not JSON.
+            StoreReadOnly: the store was opened read-only.
+        """
+        ...
+
+    async def delete_session(self, session_id: str, tenant: str | None = None) -> bool:
+        """Delete the session; False if there was none visible (missing, expired, others').
+
+        Raises:
+            StoreReadOnly: the store was opened read-only.
+        """
+        ...
+
+    async def sweep_sessions(self) -> list[str]:
+        """Delete every expired session and return their ids (a read-only store: ``[]``)."""
         ...

@@ -26,6 +26,10 @@ Keys (under ``prefix``)::
                       TTL, only cleans up after owners that are gone
     task:<id>         hash: a background task
     tasks:unfinished  sorted set by creation time: pending/running task ids
+    session:<id>      hash: tenant, data (JSON), ttl_us, created_us, updated_us,
+                      expires_us (by the writers' clocks); its own PEXPIRE is the TTL,
+                      set again on every use (sliding)
+    sessions          sorted set by expires_us: every session id, for the sweep
 
 The scripts build the ``running:<owner>`` key themselves, so this layout is
 for a single Redis server (not Redis Cluster). :meth:`RedisRunStore.open` also
@@ -45,13 +49,23 @@ from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import redis.asyncio as aioredis
+from pydantic import JsonValue
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from streams import DecodeError, Event, Outcome, RunFinished, decode_msgpack, encode_msgpack
 
-from ._base import PAGE, StoreBase, check_batch, make_cursor, parse_cursor
+from ._base import (
+    PAGE,
+    StoreBase,
+    check_batch,
+    make_cursor,
+    new_session_args,
+    parse_cursor,
+    session_data_text,
+    session_id_ok,
+)
 from ._exceptions import (
     RunAlreadyFinished,
     RunExists,
@@ -59,6 +73,8 @@ from ._exceptions import (
     RunNotResumable,
     RunOwnedElsewhere,
     SeqConflict,
+    SessionExists,
+    SessionNotFound,
     StoreCorrupt,
     StoreError,
     StoreUnavailable,
@@ -72,6 +88,7 @@ from ._protocol import (
     RunPage,
     RunRecord,
     RunStatus,
+    SessionRecord,
     TaskStatus,
     TaskUpdate,
 )
@@ -212,6 +229,70 @@ end
 return 1
 """
 
+# Sessions. Times are integers in microseconds passed as strings; Lua numbers are
+# doubles (exact below 2^53) and are written back with %.0f, never tostring.
+# KEYS: session hash, sessions zset. ARGV: id, tenant, data, ttl_us, now_us, expires_us,
+# px. Returns 1, or 0 when a live session has the id (an expired one is replaced).
+_CREATE_SESSION = """
+local exp = redis.call('HGET', KEYS[1], 'expires_us')
+if exp and tonumber(exp) > tonumber(ARGV[5]) then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'tenant', ARGV[2], 'data', ARGV[3], 'ttl_us', ARGV[4],
+    'created_us', ARGV[5], 'updated_us', ARGV[5], 'expires_us', ARGV[6])
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
+return 1
+"""
+
+# KEYS: session hash, sessions zset. ARGV: id, tenant ('' = any), now_us, data ('' = keep,
+# a touch). Slides the expiry; returns {1, fields...}, or {-1} when not visible.
+_USE_SESSION = """
+local fields = redis.call('HGETALL', KEYS[1])
+if #fields == 0 then return {-1} end
+local now = tonumber(ARGV[3])
+if tonumber(redis.call('HGET', KEYS[1], 'expires_us')) <= now then return {-1} end
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'tenant') ~= ARGV[2] then return {-1} end
+local ttl = tonumber(redis.call('HGET', KEYS[1], 'ttl_us'))
+local expires = string.format('%.0f', now + ttl)
+redis.call('HSET', KEYS[1], 'expires_us', expires)
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'data', ARGV[4], 'updated_us', ARGV[3])
+end
+redis.call('PEXPIRE', KEYS[1], string.format('%.0f', math.max(1, math.ceil(ttl / 1000))))
+redis.call('ZADD', KEYS[2], expires, ARGV[1])
+local reply = redis.call('HGETALL', KEYS[1])
+table.insert(reply, 1, 1)
+return reply
+"""
+
+# KEYS: session hash, sessions zset. ARGV: id, tenant ('' = any), now_us.
+# Returns 1 deleted, 0 not visible (missing, expired, another tenant's).
+_DELETE_SESSION = """
+local exp = redis.call('HGET', KEYS[1], 'expires_us')
+if not exp then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return 0
+end
+if tonumber(exp) <= tonumber(ARGV[3]) then return 0 end
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'tenant') ~= ARGV[2] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+"""
+
+# KEYS: session hash, sessions zset. ARGV: id, now_us. Deletes the session if it expired
+# (or Redis already dropped it): 1; 0 when it is live (its score is set right again).
+_SWEEP_SESSION = """
+local exp = redis.call('HGET', KEYS[1], 'expires_us')
+if exp and tonumber(exp) > tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[2], exp, ARGV[1])
+  return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+"""
+
 
 @contextlib.contextmanager
 def _translated() -> Iterator[None]:
@@ -299,6 +380,10 @@ class RedisRunStore(StoreBase):
         self._interrupt = client.register_script(_INTERRUPT)
         self._reopen = client.register_script(_REOPEN)
         self._forget_owner = client.register_script(_FORGET_OWNER)
+        self._create_session = client.register_script(_CREATE_SESSION)
+        self._use_session = client.register_script(_USE_SESSION)
+        self._delete_session = client.register_script(_DELETE_SESSION)
+        self._sweep_session = client.register_script(_SWEEP_SESSION)
         self._is_open = True
         if self.read_only:
             return []
@@ -345,6 +430,13 @@ class RedisRunStore(StoreBase):
     @property
     def _owners_key(self) -> str:
         return f"{self.prefix}owners"
+
+    def _session_key(self, session_id: str) -> str:
+        return f"{self.prefix}session:{session_id}"
+
+    @property
+    def _sessions_key(self) -> str:
+        return f"{self.prefix}sessions"
 
     # --- runs --------------------------------------------------------------------------------
 
@@ -691,3 +783,110 @@ class RedisRunStore(StoreBase):
             self._task(raw.decode(), fields) for raw, fields in zip(ids, rows, strict=True)
             if fields
         ]
+
+    # --- conversation sessions -------------------------------------------------------------
+
+    def _session(self, session_id: str, fields: dict[bytes, bytes]) -> SessionRecord:
+        try:
+            data = json.loads(fields[b"data"])
+            return SessionRecord(
+                session_id=session_id,
+                tenant=_text(fields, "tenant"),
+                data=data,
+                ttl_s=int(fields[b"ttl_us"]) / 1e6,
+                created_at=int(fields[b"created_us"]) / 1e6,
+                updated_at=int(fields[b"updated_us"]) / 1e6,
+                expires_at=int(fields[b"expires_us"]) / 1e6,
+            )
+        except (KeyError, ValueError) as exc:
+            raise StoreCorrupt(f"session {session_id!r} does not decode: {exc}") from exc
+
+    async def create_session(self, session_id: str, tenant: str, data: dict[str, JsonValue],
+                             *, ttl_s: float) -> SessionRecord:
+        """Store a new session (an expired one with the same id is replaced; one script)."""
+        self._writable()
+        ttl_us, text = new_session_args(session_id, tenant, data, ttl_s)
+        now = self._now_us()
+        self._check_open()
+        with _translated():
+            created = await self._create_session(
+                keys=[self._session_key(session_id), self._sessions_key],
+                args=[session_id, tenant, text, ttl_us, now, now + ttl_us,
+                      max(1, math.ceil(ttl_us / 1000))],
+            )
+        if not created:
+            raise SessionExists(f"session {session_id!r} already exists")
+        return SessionRecord(session_id=session_id, tenant=tenant, data=json.loads(text),
+                             ttl_s=ttl_us / 1e6, created_at=now / 1e6, updated_at=now / 1e6,
+                             expires_at=(now + ttl_us) / 1e6)
+
+    async def _use(self, session_id: str, tenant: str | None, text: str) -> SessionRecord:
+        self._check_open()
+        with _translated():
+            reply = await self._use_session(
+                keys=[self._session_key(session_id), self._sessions_key],
+                args=[session_id, tenant or "", self._now_us(), text],
+            )
+        if reply[0] == -1:
+            raise SessionNotFound(session_id)
+        flat = reply[1:]
+        return self._session(session_id, dict(zip(flat[::2], flat[1::2], strict=True)))
+
+    async def get_session(self, session_id: str, tenant: str | None = None, *,
+                          touch: bool = True) -> SessionRecord:
+        """One live session; ``touch`` (not on a read-only store) slides its expiry."""
+        self._check_open()
+        if not session_id_ok(session_id):
+            raise SessionNotFound(session_id)
+        if touch and not self.read_only:
+            return await self._use(session_id, tenant, "")
+        with _translated():
+            fields = await self._redis.hgetall(self._session_key(session_id))
+        if not fields or (tenant is not None and _text(fields, "tenant") != tenant):
+            raise SessionNotFound(session_id)
+        record = self._session(session_id, fields)
+        if int(fields[b"expires_us"]) <= self._now_us():
+            raise SessionNotFound(session_id)
+        return record
+
+    async def save_session(self, session_id: str, data: dict[str, JsonValue], *,
+                           tenant: str | None = None) -> SessionRecord:
+        """Replace a live session's data and slide its expiry (one script)."""
+        self._writable()
+        if not session_id_ok(session_id):
+            raise SessionNotFound(session_id)
+        text = session_data_text(data)
+        return await self._use(session_id, tenant, text)
+
+    async def delete_session(self, session_id: str, tenant: str | None = None) -> bool:
+        """Delete a live session; False if none was visible."""
+        self._writable()
+        self._check_open()
+        if not session_id_ok(session_id):
+            return False
+        with _translated():
+            code = await self._delete_session(
+                keys=[self._session_key(session_id), self._sessions_key],
+                args=[session_id, tenant or "", self._now_us()],
+            )
+        return bool(code == 1)
+
+    async def sweep_sessions(self) -> list[str]:
+        """Delete the expired sessions (one script each, checked inside); return their ids."""
+        if self.read_only:
+            self._check_open()
+            return []
+        now = self._now_us()
+        with _translated():
+            due = await self._redis.zrangebyscore(self._sessions_key, "-inf", now)
+        swept: list[str] = []
+        for raw in sorted(due):
+            session_id = raw.decode()
+            with _translated():
+                code = await self._sweep_session(
+                    keys=[self._session_key(session_id), self._sessions_key],
+                    args=[session_id, now],
+                )
+            if code == 1:
+                swept.append(session_id)
+        return swept

@@ -11,7 +11,9 @@ to also survive a power loss, at the cost of an fsync per commit.
 
 Owner leases live in the ``owners`` table (schema version 2; a version-1 file
 gains the table on its first writable open): one row per live owner with the
-time its lease expires.
+time its lease expires. Conversation sessions live in the ``sessions`` table
+(schema version 3; older files gain it on their first writable open, and a
+read-only open of such a file finds no session).
 """
 
 from __future__ import annotations
@@ -25,10 +27,20 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
+from pydantic import JsonValue
+
 from actors import enable_wal
 from streams import DecodeError, Event, Outcome, RunFinished, decode_msgpack, encode_msgpack
 
-from ._base import StoreBase, check_batch, make_cursor, parse_cursor
+from ._base import (
+    StoreBase,
+    check_batch,
+    make_cursor,
+    new_session_args,
+    parse_cursor,
+    session_data_text,
+    session_id_ok,
+)
 from ._exceptions import (
     RunAlreadyFinished,
     RunExists,
@@ -36,6 +48,8 @@ from ._exceptions import (
     RunNotResumable,
     RunOwnedElsewhere,
     SeqConflict,
+    SessionExists,
+    SessionNotFound,
     StoreClosed,
     StoreCorrupt,
     StoreError,
@@ -50,6 +64,7 @@ from ._protocol import (
     RunPage,
     RunRecord,
     RunStatus,
+    SessionRecord,
     TaskStatus,
     TaskUpdate,
 )
@@ -58,7 +73,7 @@ __all__ = ["SqliteRunStore"]
 
 _T = TypeVar("_T")
 
-SCHEMA_VERSION = 2  # 2: the owners (lease) table
+SCHEMA_VERSION = 3  # 2: the owners (lease) table; 3: the sessions table
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -102,6 +117,16 @@ CREATE TABLE IF NOT EXISTS owners (
     owner      TEXT PRIMARY KEY,
     expires_us INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS sessions (
+    session_id TEXT PRIMARY KEY,
+    tenant     TEXT NOT NULL,
+    data       TEXT NOT NULL,
+    ttl_us     INTEGER NOT NULL,
+    created_us INTEGER NOT NULL,
+    updated_us INTEGER NOT NULL,
+    expires_us INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_us);
 """
 
 _RUN_COLUMNS = (
@@ -112,6 +137,29 @@ _TASK_COLUMNS = (
     " created_us, updated_us"
 )
 INTERRUPTED_REASON = "the process writing this run ended before the run finished"
+_SESSION_COLUMNS = "session_id, tenant, data, ttl_us, created_us, updated_us, expires_us"
+
+
+def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
+    session_id, tenant, data, ttl_us, created_us, updated_us, expires_us = row
+    try:
+        decoded = json.loads(data)
+    except ValueError as exc:
+        raise StoreCorrupt(f"session {session_id!r} data does not decode: {exc}") from exc
+    return SessionRecord(
+        session_id=session_id,
+        tenant=tenant,
+        data=decoded,
+        ttl_s=ttl_us / 1e6,
+        created_at=created_us / 1e6,
+        updated_at=updated_us / 1e6,
+        expires_at=expires_us / 1e6,
+    )
+
+
+def _no_sessions_table(exc: sqlite3.OperationalError) -> bool:
+    """A file older than schema 3, opened read-only (never upgraded): it has no sessions."""
+    return "no such table: sessions" in str(exc)
 
 
 def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
@@ -693,3 +741,121 @@ class SqliteRunStore(StoreBase):
             return [_task_from_row(row) for row in rows]
 
         return await self._read(do)
+
+    # --- conversation sessions -------------------------------------------------------------
+
+    async def create_session(self, session_id: str, tenant: str, data: dict[str, JsonValue],
+                             *, ttl_s: float) -> SessionRecord:
+        """Store a new session (an expired one with the same id is replaced)."""
+        self._writable()
+        ttl_us, text = new_session_args(session_id, tenant, data, ttl_s)
+        now = self._now_us()
+        row = (session_id, tenant, text, ttl_us, now, now, now + ttl_us)
+
+        def body(conn: sqlite3.Connection) -> SessionRecord:
+            conn.execute("DELETE FROM sessions WHERE session_id = ? AND expires_us <= ?",
+                         (session_id, now))
+            try:
+                conn.execute(f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                             row)
+            except sqlite3.IntegrityError as exc:
+                raise SessionExists(f"session {session_id!r} already exists") from exc
+            return _session_from_row(row)
+
+        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
+
+    @staticmethod
+    def _live_session(conn: sqlite3.Connection, session_id: str, tenant: str | None,
+                      now: int) -> tuple[Any, ...]:
+        row = conn.execute(
+            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is None or row[6] <= now or (tenant is not None and row[1] != tenant):
+            raise SessionNotFound(session_id)
+        return cast(tuple[Any, ...], row)
+
+    async def get_session(self, session_id: str, tenant: str | None = None, *,
+                          touch: bool = True) -> SessionRecord:
+        """One live session; ``touch`` (not on a read-only store) slides its expiry."""
+        self._check_open()
+        if not session_id_ok(session_id):
+            raise SessionNotFound(session_id)
+        now = self._now_us()
+        if not touch or self.read_only:
+
+            def read(conn: sqlite3.Connection) -> SessionRecord:
+                try:
+                    return _session_from_row(self._live_session(conn, session_id, tenant, now))
+                except sqlite3.OperationalError as exc:
+                    if _no_sessions_table(exc):
+                        raise SessionNotFound(session_id) from None
+                    raise
+
+            return await self._read(read)
+
+        def body(conn: sqlite3.Connection) -> SessionRecord:
+            row = self._live_session(conn, session_id, tenant, now)
+            expires = now + int(row[3])
+            conn.execute("UPDATE sessions SET expires_us = ? WHERE session_id = ?",
+                         (expires, session_id))
+            return _session_from_row((*row[:6], expires))
+
+        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
+
+    async def save_session(self, session_id: str, data: dict[str, JsonValue], *,
+                           tenant: str | None = None) -> SessionRecord:
+        """Replace a live session's data and slide its expiry."""
+        self._writable()
+        if not session_id_ok(session_id):
+            raise SessionNotFound(session_id)
+        text = session_data_text(data)
+        now = self._now_us()
+
+        def body(conn: sqlite3.Connection) -> SessionRecord:
+            row = self._live_session(conn, session_id, tenant, now)
+            expires = now + int(row[3])
+            conn.execute(
+                "UPDATE sessions SET data = ?, updated_us = ?, expires_us = ?"
+                " WHERE session_id = ?", (text, now, expires, session_id))
+            return _session_from_row((session_id, row[1], text, row[3], row[4], now, expires))
+
+        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
+
+    async def delete_session(self, session_id: str, tenant: str | None = None) -> bool:
+        """Delete a live session; False if none was visible."""
+        self._writable()
+        if not session_id_ok(session_id):
+            self._check_open()
+            return False
+        now = self._now_us()
+
+        def do(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "DELETE FROM sessions WHERE session_id = ? AND expires_us > ?"
+                " AND (? IS NULL OR tenant = ?)", (session_id, now, tenant, tenant))
+            return bool(cur.rowcount)
+
+        return await self._write(do)
+
+    async def sweep_sessions(self) -> list[str]:
+        """Delete the expired sessions (one transaction); return their ids."""
+        if self.read_only:
+            self._check_open()
+            return []
+        now = self._now_us()
+
+        def body(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute(
+                "SELECT session_id FROM sessions WHERE expires_us <= ? ORDER BY session_id",
+                (now,)).fetchall()
+            conn.execute("DELETE FROM sessions WHERE expires_us <= ?", (now,))
+            return [str(r[0]) for r in rows]
+
+        def needed(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT EXISTS (SELECT 1 FROM sessions WHERE expires_us <= ?)",
+                               (now,)).fetchone()
+            return bool(row[0])
+
+        if not await self._read(needed):
+            return []  # the usual case: no write lock taken
+        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))

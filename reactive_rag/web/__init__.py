@@ -2,9 +2,10 @@
 
 The page (``index.html``, ``app.js``, ``app.css``) talks only to the public
 HTTP API (``POST /v1/runs``, ``GET /v1/runs/{id}/events`` as SSE,
-``POST /v1/runs/{id}/cancel``), so any server that implements that API can
-serve it. :func:`add_web_routes` mounts it on an aiohttp application: the page
-at ``/`` and its assets under ``/web/``.
+``POST /v1/runs/{id}/cancel``; for follow-up questions ``POST /v1/sessions`` and
+``POST /v1/sessions/{id}/runs``, without which it asks plain runs), so any server
+that implements that API can serve it. :func:`add_web_routes` mounts it on an
+aiohttp application: the page at ``/`` and its assets under ``/web/``.
 """
 
 from __future__ import annotations

@@ -39,6 +39,12 @@ function newState(runId) {
 let state = newState(null);
 let generation = 0;
 
+// The conversation the page is in. The question form starts one (POST /v1/sessions) and
+// the follow-up box under a finished answer goes on with it (POST /v1/sessions/{id}/runs).
+// `supported` is null until the server first answers POST /v1/sessions, false if it has no
+// sessions (404): then every question is a plain run and the follow-up box stays hidden.
+const conversation = { sessionId: null, supported: null, turns: [], current: null };
+
 // What the tests (and curious users in the console) can read.
 window.__rr = {
   get runId() { return state.runId; },
@@ -47,6 +53,9 @@ window.__rr = {
   get duplicates() { return state.duplicates; },
   get reconnects() { return state.reconnects; },
   get finished() { return state.finished; },
+  get sessionId() { return conversation.sessionId; },
+  get sessionsSupported() { return conversation.supported; },
+  get turns() { return conversation.turns.slice(); },
   drop() { if (state.controller) state.controller.abort(); },
 };
 
@@ -66,29 +75,148 @@ async function problem(resp) {
   }
 }
 
+function runBody(question) {
+  const collections = $("collections").value.split(",").map((c) => c.trim()).filter(Boolean);
+  return { question, mode: $("mode").value, collections, budget: {} };
+}
+
+function postJson(url, body) {
+  return fetch(url, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...authHeaders() },
+    body: JSON.stringify(body),
+  });
+}
+
+const sessionRuns = (id) => `/v1/sessions/${encodeURIComponent(id)}/runs`;
+
+// The question form: a new conversation (a plain run where the server has no sessions).
 async function startRun(event) {
   event.preventDefault();
   showFormError("");
   const question = $("question").value.trim();
   if (!question) { showFormError("Please type a question."); return; }
-  const collections = $("collections").value.split(",").map((c) => c.trim()).filter(Boolean);
-  const body = { question, mode: $("mode").value, collections, budget: {} };
+  const body = runBody(question);
   $("start").disabled = true;
   try {
-    const resp = await fetch("/v1/runs", {
-      method: "POST",
-      headers: { "Content-Type": "application/json", ...authHeaders() },
-      body: JSON.stringify(body),
-    });
+    let sessionId = null;
+    if (conversation.supported !== false) {
+      const resp = await postJson("/v1/sessions", {});
+      if (resp.status === 404 || resp.status === 405) {
+        conversation.supported = false;  // an older server: runs without follow-ups
+      } else if (!resp.ok) {
+        showFormError(`Could not start the run: ${await problem(resp)}`);
+        return;
+      } else {
+        conversation.supported = true;
+        sessionId = (await resp.json()).session_id;
+      }
+    }
+    const resp = await postJson(sessionId ? sessionRuns(sessionId) : "/v1/runs", body);
     if (!resp.ok) { showFormError(`Could not start the run: ${await problem(resp)}`); return; }
     const run = await resp.json();
-    history.replaceState(null, "", `#run=${encodeURIComponent(run.run_id)}`);
-    attach(run.run_id);
+    resetConversation(sessionId);
+    begin(run, question);
   } catch (err) {
     showFormError(`Could not reach the server: ${err.message}`);
   } finally {
     $("start").disabled = false;
   }
+}
+
+// The follow-up box: the next turn of the conversation, read against the earlier ones.
+async function askFollowup(event) {
+  event.preventDefault();
+  showFollowupError("");
+  const question = $("followup-q").value.trim();
+  if (!question) { showFollowupError("Please type a follow-up question."); return; }
+  if (!conversation.sessionId) return;
+  $("followup-ask").disabled = true;
+  try {
+    const resp = await postJson(sessionRuns(conversation.sessionId), runBody(question));
+    if (!resp.ok) {
+      const why = await problem(resp);
+      showFollowupError(resp.status === 404
+        ? `This conversation is no longer on the server (${why}): start a new one.`
+        : `Could not ask the follow-up: ${why}`);
+      return;
+    }
+    const run = await resp.json();
+    archiveTurn();
+    $("followup-q").value = "";
+    begin(run, question);
+  } catch (err) {
+    showFollowupError(`Could not reach the server: ${err.message}`);
+  } finally {
+    $("followup-ask").disabled = false;
+  }
+}
+
+function begin(run, question) {
+  conversation.current = { question, standalone: run.standalone || question };
+  const session = conversation.sessionId ? `&session=${encodeURIComponent(conversation.sessionId)}` : "";
+  history.replaceState(null, "", `#run=${encodeURIComponent(run.run_id)}${session}`);
+  attach(run.run_id);
+  const asked = $("turn-question");
+  asked.textContent = `Follow-up: ${question}`;
+  asked.hidden = conversation.turns.length === 0;
+  showReadAs(question, run.standalone);
+}
+
+// The finished turn moves up into the conversation's list before the next one starts.
+function archiveTurn() {
+  const done = state.finished;
+  const current = conversation.current;
+  if (!done || !current) return;
+  const turn = { question: current.question, standalone: current.standalone,
+    outcome: done.outcome, answer: done.answer || "", runId: state.runId };
+  conversation.turns.push(turn);
+  const [label] = OUTCOMES[turn.outcome] || [turn.outcome];
+  const item = el("li", { class: "turn", dataset: { run: turn.runId } },
+    el("p", { class: "turn-q" }, turn.question, el("span", { class: `badge outcome-${turn.outcome}` }, label)));
+  if (turn.standalone !== turn.question) item.append(el("p", { class: "read-as" }, `read as: “${turn.standalone}”`));
+  item.append(el("p", { class: "turn-answer" }, turn.answer || `No answer (${label}).`));
+  $("turns").append(item);
+  $("turns").hidden = false;
+}
+
+function resetConversation(sessionId) {
+  conversation.sessionId = sessionId;
+  conversation.turns = [];
+  conversation.current = null;
+  $("turns").replaceChildren();
+  $("turns").hidden = true;
+  $("followup-q").value = "";
+  showFollowupError("");
+}
+
+// "New conversation": earlier turns are forgotten; the next question above starts afresh.
+function newConversation() {
+  resetConversation(null);
+  $("followup").hidden = true;
+  $("turn-question").hidden = true;
+  $("read-as").hidden = true;
+  if (state.runId) history.replaceState(null, "", `#run=${encodeURIComponent(state.runId)}`);
+  $("question").value = "";
+  $("question").focus();
+}
+
+function showReadAs(original, standalone) {
+  const line = $("read-as");
+  if (!standalone || standalone === original) return;
+  line.textContent = `read as: “${standalone}”`;
+  line.hidden = false;
+}
+
+function showFollowup() {
+  const done = state.finished;
+  $("followup").hidden = !(conversation.sessionId && done && done.outcome !== "interrupted");
+}
+
+function showFollowupError(message) {
+  const p = $("followup-error");
+  p.textContent = message;
+  p.hidden = !message;
 }
 
 async function cancelRun() {
@@ -219,8 +347,9 @@ function apply(st, ev) {
     case "read.completed": case "page.scraped": break;
     case "answer.delta": st.deltas.push(ev.text || ""); showDraft(st); break;
     case "verify.failed": $("answer-state").textContent = "(a draft failed verification; repairing)"; break;
-    case "run.finished": finish(st, ev); break;
-    case "run.resumed": resumed(st); break;
+    case "run.finished": finish(st, ev); showFollowup(); break;
+    case "run.resumed": resumed(st); showFollowup(); break;
+    case "query.rewritten": showReadAs(ev.original, ev.standalone); break;
     default: break;
   }
 }
@@ -230,6 +359,7 @@ function summary(ev) {
   const err = ev.error ? `${ev.error.kind}: ${ev.error.message}` : "";
   switch (ev.type) {
     case "run.started": return `“${ev.question}” (${ev.mode})`;
+    case "query.rewritten": return `follow-up read as “${ev.standalone}”${Object.keys(ev.resolved || {}).length ? ` (${Object.entries(ev.resolved).map(([ref, what]) => `${ref} = ${what}`).join(", ")})` : ""}`;
     case "plan.requested": return `round ${ev.round}`;
     case "plan.decided": return `${ev.action}${n(ev.calls) ? ` ×${n(ev.calls)}` : ""}: ${ev.reason || ""}`;
     case "queries.expanded": return (ev.queries || []).join(" · ");
@@ -244,6 +374,10 @@ function summary(ev) {
     case "evidence.registered": return `${n(ev.chunks)} passages: ${(ev.chunks || []).map((c) => c.id).join(", ")}`;
     case "budget.tick": return `steps ${ev.steps}/${ev.max_steps ?? "∞"}, tools ${ev.tool_calls}/${ev.max_tool_calls ?? "∞"}, ${Number(ev.elapsed_s).toFixed(1)} s`;
     case "budget.exhausted": return `${ev.resource} (${ev.used}/${ev.limit})`;
+    case "budget.extension_requested": return `one more round asked (steps ${ev.steps}/${ev.max_steps}, tools ${ev.tool_calls}/${ev.max_tool_calls}, context ${ev.context_tokens}/${ev.context_window_tokens} tokens)`;
+    case "budget.extended": return `+${ev.added_steps} step, +${ev.added_tool_calls} tool calls: now ${ev.max_steps} steps, ${ev.max_tool_calls} tool calls`;
+    case "budget.extension_refused": return `${ev.reason}: ${ev.detail || ""}`;
+    case "point.recalled": return `${ev.point} → ${(ev.chunk_ids || []).join(", ")}`;
     case "loop.detected": return `${ev.kind}: ${ev.detail || ev.query}`;
     case "tool.rejected": return `${ev.tool}: ${ev.reason}`;
     case "answerability.judged": return `${ev.verdict} (${ev.answer_type})${n(ev.missing) ? `, missing: ${ev.missing.join(", ")}` : ""}${n(ev.searches) ? ` → searching ${ev.searches.map((q) => `“${q}”`).join(", ")}` : ""}`;
@@ -304,6 +438,9 @@ function resetView(runId) {
   $("citations").replaceChildren();
   $("passage").hidden = true;
   $("reason").hidden = true;
+  $("read-as").hidden = true;
+  $("followup").hidden = true;
+  showFollowupError("");
   const outcome = $("outcome");
   outcome.hidden = true;
   outcome.className = "badge outcome-none";
@@ -503,9 +640,13 @@ function init() {
   $("ask").addEventListener("submit", startRun);
   watchTimelineScroll();
   $("cancel").addEventListener("click", cancelRun);
+  $("followup").addEventListener("submit", askFollowup);
+  $("new-conversation").addEventListener("click", newConversation);
   const token = $("token");
   token.value = localStorage.getItem("rr.token") || "";
   token.addEventListener("change", () => localStorage.setItem("rr.token", token.value.trim()));
+  const session = /session=([^&]+)/.exec(location.hash);
+  if (session) { conversation.sessionId = decodeURIComponent(session[1]); conversation.supported = true; }
   const match = /run=([^&]+)/.exec(location.hash);
   if (match) attach(decodeURIComponent(match[1]));
   document.body.dataset.ready = "1";

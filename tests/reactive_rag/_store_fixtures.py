@@ -26,6 +26,19 @@ NEEDS_REDIS = pytest.mark.skipif(REDIS_URL is None, reason=NO_REDIS)
 BACKENDS = ["sqlite", pytest.param("redis", marks=NEEDS_REDIS)]
 
 
+class Clock:
+    """A shared, hand-moved Unix clock."""
+
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def make_store(backend: str, tmp_path: Path, **options: object) -> AnyStore:
     """A fresh, unopened store; Redis stores get a unique key prefix per test."""
     if backend == "sqlite":

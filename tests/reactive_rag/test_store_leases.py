@@ -46,6 +46,7 @@ from ._server_fixtures import serve
 from ._store_fixtures import (
     BACKENDS,
     AnyStore,
+    Clock,
     drop_redis_prefix,
     finished,
     make_store,
@@ -54,19 +55,6 @@ from ._store_fixtures import (
 )
 
 TTL = 15.0
-
-
-class Clock:
-    """A shared, hand-moved Unix clock."""
-
-    def __init__(self) -> None:
-        self.now = 1_700_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 @pytest.fixture
@@ -387,7 +375,7 @@ async def test_a_version_1_file_keeps_working_and_a_read_only_open_does_not_upgr
         assert (await store.get_run("old")).status == "interrupted"
         assert [e.seq for e in await stored(store, "old")] == [1]
     with contextlib.closing(sqlite3.connect(path)) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone() == (2,)
+        assert conn.execute("PRAGMA user_version").fetchone() == (3,)  # v2 owners, v3 sessions
         assert conn.execute("SELECT owner FROM owners").fetchall() == []  # closed: released
 
 

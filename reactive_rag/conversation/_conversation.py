@@ -1,0 +1,81 @@
+"""The Python API of a conversation: ``engine.session()`` -> ``session.ask(...)``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ._history import Turn
+from ._state import PreparedTurn, SessionState, prepare_turn, record_turn
+
+if TYPE_CHECKING:
+    from .._engine import Engine, RunHandle, RunResult
+
+__all__ = ["Conversation"]
+
+
+class Conversation:
+    """Questions asked one after another, each read against the ones before.
+
+    Follow-ups are rewritten into standalone questions (``query.rewritten`` on
+    the run's stream), earlier turns' evidence can be found again (and is
+    registered, hence citable, only when the new run's search returns it), and
+    the history rolls (last turns verbatim, older ones folded). One run at a
+    time. The state is plain data (:attr:`state`); the HTTP server keeps it in
+    the run store, this object keeps it in memory.
+
+    Args:
+        engine: runs the questions.
+        session_id: names the conversation (default: a new random id).
+        tenant: whose conversation it is (for the store).
+        state: carry on an existing conversation.
+    """
+
+    def __init__(self, engine: Engine, *, session_id: str | None = None,
+                 tenant: str = "local", state: SessionState | None = None) -> None:
+        self.engine = engine
+        self.state = state or SessionState.new(session_id or uuid.uuid4().hex[:16], tenant)
+        self.last_prepared: PreparedTurn | None = None
+        self._running: RunHandle | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.state.session_id
+
+    @property
+    def turns(self) -> tuple[Turn, ...]:
+        return self.state.turns
+
+    @property
+    def summary(self) -> str:
+        """The folded older turns ("" until there are enough)."""
+        return self.state.summary.text
+
+    def new(self) -> None:
+        """Forget the conversation: the next question starts a new one."""
+        if self._running is not None and not self._running.done:
+            raise RuntimeError("a run of this conversation is still going")
+        self.state = SessionState.new(uuid.uuid4().hex[:16], self.state.tenant)
+        self.last_prepared = None
+
+    def start(self, question: str, **options: Any) -> RunHandle:
+        """Start the next turn's run (options as :meth:`Engine.start`); see :meth:`finish`."""
+        if self._running is not None and not self._running.done:
+            raise RuntimeError("a run of this conversation is still going: one at a time")
+        prepared = prepare_turn(self.state, question)
+        handle = self.engine.start(prepared.standalone, context=prepared.context, **options)
+        self.last_prepared = prepared
+        self._running = handle
+        return handle
+
+    async def finish(self, handle: RunHandle) -> RunResult:
+        """Wait for the turn's run and add it to the conversation."""
+        if handle is not self._running or self.last_prepared is None:
+            raise ValueError("not the run this conversation started last")
+        result = await handle.wait()
+        self.state = record_turn(self.state, self.last_prepared, handle.run_id, result)
+        return result
+
+    async def ask(self, question: str, **options: Any) -> RunResult:
+        """Ask the next question and wait for its answer."""
+        return await self.finish(self.start(question, **options))

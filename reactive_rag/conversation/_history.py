@@ -1,0 +1,89 @@
+"""Rolling history: the last turns verbatim, older ones folded into a bounded summary.
+
+Every turn is kept for listing (question, standalone, outcome, answer, run id);
+what a run is given as history is the last ``VERBATIM`` turns in full plus a
+summary of the older ones. The summary is folded every ``FOLD_EVERY`` turns
+(offline: extractive, the first sentence of each answer) and cut to
+``SUMMARY_TOKENS`` whitespace tokens, oldest first out; each line names the run
+it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from streams import EvidenceChunk
+
+__all__ = ["FOLD_EVERY", "SUMMARY_TOKENS", "VERBATIM", "HistorySummary", "Turn", "fold",
+           "history_text"]
+
+VERBATIM = 2
+FOLD_EVERY = 3
+SUMMARY_TOKENS = 200
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One question of a conversation and what its run ended with."""
+
+    run_id: str
+    question: str
+    standalone: str
+    outcome: str
+    answer: str = ""
+    evidence: tuple[EvidenceChunk, ...] = ()
+    """The chunks the answer cited, then the run's best others (capped): reusable later."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySummary:
+    """Older turns folded into a few lines, with the runs they came from."""
+
+    text: str = ""
+    run_ids: tuple[str, ...] = ()
+    folded: int = 0
+    """How many of the oldest turns the summary covers."""
+
+
+def fold(summary: HistorySummary, turns: Sequence[Turn]) -> HistorySummary:
+    """Fold older turns once ``FOLD_EVERY`` of them wait beyond the verbatim ones."""
+    unfolded = len(turns) - VERBATIM - summary.folded
+    if unfolded < FOLD_EVERY:
+        return summary
+    upto = len(turns) - VERBATIM
+    lines = [summary.text] if summary.text else []
+    lines += [_line(turn) for turn in turns[summary.folded:upto]]
+    run_ids = (*summary.run_ids, *(t.run_id for t in turns[summary.folded:upto]))
+    return HistorySummary(_bounded(lines), run_ids, upto)
+
+
+def history_text(summary: HistorySummary, turns: Sequence[Turn]) -> str:
+    """What a run of the conversation is told about it: summary, then recent turns."""
+    parts = [f"Earlier: {summary.text}"] if summary.text else []
+    for turn in turns[max(summary.folded, len(turns) - VERBATIM):]:
+        parts.append(f"Q: {turn.standalone}\nA: {turn.answer or '(' + turn.outcome + ')'} "
+                     f"[run {turn.run_id}]")
+    return "\n".join(parts)
+
+
+def _line(turn: Turn) -> str:
+    first = _SENTENCE_END.split(turn.answer.strip(), maxsplit=1)[0] if turn.answer else ""
+    return f"{turn.standalone} -> {first or turn.outcome} [run {turn.run_id}]"
+
+
+def _bounded(lines: list[str]) -> str:
+    """The lines joined, oldest dropped first, within ``SUMMARY_TOKENS`` tokens."""
+    kept: list[str] = []
+    budget = SUMMARY_TOKENS
+    for line in reversed(" | ".join(lines).split(" | ")):
+        words = line.split()
+        if len(words) > budget:
+            if not kept:  # the newest line alone is over the bound: keep its start
+                kept.append(" ".join(words[:budget]))
+            break
+        kept.append(line)
+        budget -= len(words)
+    return " | ".join(reversed(kept))

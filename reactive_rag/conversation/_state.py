@@ -1,0 +1,125 @@
+"""A conversation as data: its turns, rolling history and the evidence it may reuse.
+
+Pure functions over a frozen :class:`SessionState`, so the Python API, the CLI
+and the HTTP server (which persists the state in the run store) share one
+mechanism: :func:`prepare_turn` reads a follow-up against the history and
+builds the run's :class:`~reactive_rag.run.RunContext`; :func:`record_turn`
+adds the finished run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic import JsonValue
+
+from streams import EvidenceChunk, QueryRewritten
+
+from ..run import RunContext
+from ._history import HistorySummary, Turn, fold, history_text
+from ._rewrite import Rewrite, rewrite_followup
+
+if TYPE_CHECKING:
+    from .._engine import RunResult
+
+__all__ = ["EVIDENCE_PER_TURN", "PreparedTurn", "SessionState", "prepare_turn", "record_turn"]
+
+EVIDENCE_PER_TURN = 8
+"""Chunks a turn keeps for reuse: those its answer cited, then its best others."""
+REUSED_TURNS = 4
+"""How many recent turns' evidence a follow-up can find again."""
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """Everything a conversation keeps between its runs (JSON-serialisable)."""
+
+    session_id: str
+    tenant: str
+    turns: tuple[Turn, ...] = ()
+    summary: HistorySummary = field(default_factory=HistorySummary)
+    seen_urls: tuple[str, ...] = ()
+
+    @classmethod
+    def new(cls, session_id: str, tenant: str) -> SessionState:
+        if not session_id:
+            raise ValueError("session_id must be a non-empty string")
+        return cls(session_id, tenant)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "v": STATE_VERSION, "session_id": self.session_id, "tenant": self.tenant,
+            "turns": [{"run_id": t.run_id, "question": t.question, "standalone": t.standalone,
+                       "outcome": t.outcome, "answer": t.answer,
+                       "evidence": [c.model_dump(mode="json") for c in t.evidence]}
+                      for t in self.turns],
+            "summary": {"text": self.summary.text, "run_ids": list(self.summary.run_ids),
+                        "folded": self.summary.folded},
+            "seen_urls": list(self.seen_urls),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> SessionState:
+        """Raises ValueError for anything :meth:`to_json` did not write."""
+        try:
+            if data["v"] != STATE_VERSION:
+                raise ValueError(f"unknown session state version {data['v']!r}")
+            turns = tuple(
+                Turn(run_id=str(t["run_id"]), question=str(t["question"]),
+                     standalone=str(t["standalone"]), outcome=str(t["outcome"]),
+                     answer=str(t["answer"]),
+                     evidence=tuple(EvidenceChunk.model_validate(c) for c in t["evidence"]))
+                for t in data["turns"])
+            summary = data["summary"]
+            return cls(str(data["session_id"]), str(data["tenant"]), turns,
+                       HistorySummary(str(summary["text"]),
+                                      tuple(str(r) for r in summary["run_ids"]),
+                                      int(summary["folded"])),
+                       tuple(str(u) for u in data["seen_urls"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a stored session state: {exc}") from exc
+
+    @property
+    def history(self) -> str:
+        """The rolling history a run of this conversation is told."""
+        return history_text(self.summary, self.turns)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedTurn:
+    """A question about to be asked in a conversation, and the context its run gets."""
+
+    question: str
+    standalone: str
+    rewrite: Rewrite
+    context: RunContext
+
+
+def prepare_turn(state: SessionState, question: str) -> PreparedTurn:
+    """Read ``question`` against the conversation and build its run's context."""
+    rewrite = rewrite_followup(question, state.turns)
+    prior = tuple({c.id: c for turn in state.turns[-REUSED_TURNS:]
+                   for c in turn.evidence}.values())
+    event = None if not state.turns else QueryRewritten(
+        original=rewrite.original, standalone=rewrite.standalone,
+        resolved=dict(rewrite.resolved), turns=rewrite.turns)
+    return PreparedTurn(rewrite.original, rewrite.standalone, rewrite,
+                        RunContext(rewritten=event, prior_evidence=prior,
+                                   history=state.history))
+
+
+def record_turn(state: SessionState, prepared: PreparedTurn, run_id: str,
+                result: RunResult) -> SessionState:
+    """``state`` with the finished run added as a turn (history folded when due)."""
+    cited = [c.chunk for c in result.citations if c.chunk is not None]
+    rest = sorted((c for c in result.evidence.values() if not c.snippet),
+                  key=lambda c: -(c.score or 0.0))
+    keep = tuple({c.id: c for c in (*cited, *rest)}.values())[:EVIDENCE_PER_TURN]
+    turn = Turn(run_id=run_id, question=prepared.question, standalone=prepared.standalone,
+                outcome=result.outcome, answer=result.answer, evidence=keep)
+    turns = (*state.turns, turn)
+    seen = tuple(dict.fromkeys((*state.seen_urls, *(c.url for c in result.evidence.values()
+                                                    if c.url))))
+    return replace(state, turns=turns, summary=fold(state.summary, turns), seen_urls=seen)
