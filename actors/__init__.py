@@ -3,9 +3,9 @@
 Knows ``streams``; knows nothing of the application above it.
 """
 
-from ._actor import Actor, error_info
+from ._actor import Actor, ActorContext, error_info
 from ._exceptions import ActorError, ActorStartError, MailboxFull
-from ._runtime import ActorContext, ActorRun, ActorStats, EdgeOperator
+from ._runtime import ActorRun, ActorStats, EdgeOperator
 from ._sqlite import enable_wal
 
 __all__ = [

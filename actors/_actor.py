@@ -10,14 +10,36 @@ event; the actor and the run go on.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from streams import ActorFailed, ErrorInfo, Event
+from streams import ActorFailed, Claim, ErrorInfo, Event, Outcome
 
-if TYPE_CHECKING:
-    from ._runtime import ActorContext
+__all__ = ["Actor", "ActorContext", "error_info"]
 
-__all__ = ["Actor", "error_info"]
+
+class ActorContext(Protocol):
+    """What a handler may do besides returning events: emit, read the clock, end the run.
+
+    The runtime hands each handler one (:meth:`actors.ActorRun.context_for`);
+    an actor never sees the run's stream itself, so it cannot publish around
+    the runtime (its ``actor`` and ``cause`` stamps, the run's end claim).
+    """
+
+    @property
+    def run_id(self) -> str: ...
+
+    def emit(self, event: Event, cause: Event | int | None = None) -> Event | None:
+        """Publish now (e.g. streamed deltas); ``None`` if the run already ended."""
+        ...
+
+    def remaining(self) -> float | None:
+        """Seconds left before the run's deadline (``None``: no deadline)."""
+        ...
+
+    def finish(self, outcome: Outcome, *, reason: str = "", answer: str = "",
+               claims: Sequence[Claim] = ()) -> bool:
+        """Claim the run's end; ``False`` if something else claimed it first."""
+        ...
 
 
 class Actor:

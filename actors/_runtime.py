@@ -38,10 +38,10 @@ from streams import (
     operators,
 )
 
-from ._actor import Actor
+from ._actor import Actor, ActorContext
 from ._exceptions import ActorStartError, MailboxFull
 
-__all__ = ["ActorContext", "ActorRun", "ActorStats", "EdgeOperator"]
+__all__ = ["ActorRun", "ActorStats", "EdgeOperator"]
 
 EdgeOperator = Callable[[Observable[Event]], Observable[Event]]
 
@@ -59,8 +59,8 @@ class ActorStats:
     rejected: int
 
 
-class ActorContext:
-    """What a handler may do besides returning events: emit, read the clock, end the run."""
+class _RunContext:
+    """The runtime's :class:`~actors.ActorContext`: one actor's view of one run."""
 
     __slots__ = ("_actor", "_run")
 
@@ -71,10 +71,6 @@ class ActorContext:
     @property
     def run_id(self) -> str:
         return self._run.run_id
-
-    @property
-    def stream(self) -> RunStream:
-        return self._run.stream
 
     def emit(self, event: Event, cause: Event | int | None = None) -> Event | None:
         """Publish now (e.g. streamed deltas); ``None`` if the run already ended."""
@@ -205,7 +201,7 @@ class ActorRun:
                 if type(actor).on_start is Actor.on_start:
                     continue
                 try:
-                    await actor.on_start(ActorContext(self, actor))
+                    await actor.on_start(self.context_for(actor))
                 except Exception as exc:
                     raise ActorStartError(
                         f"actor {actor.name!r} failed to start: {type(exc).__name__}: {exc}"
@@ -373,7 +369,7 @@ class ActorRun:
                 continue  # nothing to release
             with contextlib.suppress(Exception, asyncio.TimeoutError):
                 async with asyncio.timeout(self._stop_timeout_s):
-                    await box.actor.on_stop(ActorContext(self, box.actor))
+                    await box.actor.on_stop(self.context_for(box.actor))
         self._publish_terminal()
 
     # --- messages -----------------------------------------------------------------------
@@ -394,6 +390,10 @@ class ActorRun:
         if event.cause is not None:
             cause = event.cause
         return self.stream.try_publish(event, actor=actor.name, cause=cause, owned=owned)
+
+    def context_for(self, actor: Actor) -> ActorContext:
+        """What ``actor``'s handlers get: emit, remaining time, the end claim (no raw stream)."""
+        return _RunContext(self, actor)
 
     def remaining(self) -> float | None:
         """Seconds left before the deadline, never negative (``None``: no deadline)."""
@@ -443,7 +443,7 @@ class ActorRun:
         come back for its message.
         """
         actor, queue = box.actor, box.queue
-        ctx = ActorContext(self, actor)
+        ctx = self.context_for(actor)
         timed = actor.timeout_s is not None or self._deadline is not None
         me = asyncio.current_task()
         try:

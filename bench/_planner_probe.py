@@ -35,14 +35,14 @@ import Stemmer
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reactive_rag.agent._loop_guard import saturated  # noqa: E402
 from reactive_rag.agent._offline_planner import (  # noqa: E402
     OfflinePlanner,
     _PoolScorer,
     select_evidence,
 )
-from reactive_rag.agent._policy import PlannerView, QueryRecord  # noqa: E402
-from streams import EvidenceChunk  # noqa: E402
+from reactive_rag.agent._policy import PlannerView  # noqa: E402
+from reactive_rag.run import saturated  # noqa: E402
+from streams import EvidenceChunk, QueryStat  # noqa: E402
 
 
 def _data(path: str | None) -> Path:
@@ -105,7 +105,7 @@ async def run_planner(
 ) -> PlannerRun:
     """The agent loop without the runtime: decide, search, register, repeat."""
     evidence: dict[str, EvidenceChunk] = {}
-    records: list[QueryRecord] = []
+    records: list[QueryStat] = []
     rounds: list[set[str]] = []
     calls = 0
     feedback: list[str] = []
@@ -137,7 +137,7 @@ async def run_planner(
                 if h.id not in evidence:
                     evidence[h.id] = h
                     new += 1
-            records.append(QueryRecord(query=q, hits=len(hits), new_evidence=new))
+            records.append(QueryStat(query=q, hits=len(hits), new_evidence=new))
         rounds.append(got)
         if saturated(rounds):
             feedback.append("search saturated: stop searching")

@@ -10,9 +10,12 @@ offline MiniLM embedder (cached on disk). Each question then runs
 both with the same cap on the evidence given to the writer (``final_evidence=5``).
 
 Reported: both-gold recall and at-least-one-gold recall of that final evidence,
-mean tool calls, p50/p95 run time, outcome counts, and fabricated quotes (claims
+mean tool calls, p50/p95 run time, outcome counts, and fabricated quotes: claims
 of answered runs whose quote is not found in the cited chunk, re-checked here
-independently of the run's own verifier).
+with a plain substring test that shares no code with the verifier (quote and
+chunk both NFKC-normalised, lower-cased, whitespace collapsed; the quote's
+surrounding punctuation stripped). The verifier's own ``match_quote`` count is
+reported beside it.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import sys
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -73,14 +78,54 @@ def final_docs(result: RunResult) -> list[str]:
     return [c.doc_id for c in writer_evidence(result)]
 
 
-def fabricated(result: RunResult) -> int:
-    """Claims of a finished run whose quote is not in the cited chunk (re-checked here)."""
-    bad = 0
+_WS = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """Unicode NFKC, lower-case, whitespace collapsed to single spaces."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text).lower()).strip()
+
+
+def normalise_quote(quote: str) -> str:
+    """``normalise`` plus surrounding punctuation (and quote marks) stripped."""
+    q = normalise(quote)
+    start, end = 0, len(q)
+    while start < end and (unicodedata.category(q[start])[0] in "PS" or q[start].isspace()):
+        start += 1
+    while end > start and (unicodedata.category(q[end - 1])[0] in "PS" or q[end - 1].isspace()):
+        end -= 1
+    return q[start:end]
+
+
+def plain_quote_found(quote: str, chunk_text: str) -> bool:
+    """Independent of the verifier: is the normalised quote a substring of the chunk?"""
+    q = normalise_quote(quote)
+    return bool(q) and q in normalise(chunk_text)
+
+
+def fabricated(result: RunResult, examples: list[dict[str, str]] | None = None
+               ) -> tuple[int, int, int]:
+    """``(claims, plain-substring failures, match_quote failures)`` of a finished run.
+
+    The headline count is the plain test (``plain_quote_found``), which shares no
+    code with the verifier; ``match_quote`` (the verifier's own matcher) is kept
+    beside it for comparison. A claim whose cited chunk is missing fails both.
+    """
+    claims = plain_bad = mq_bad = 0
     for cite in result.citations:
+        claims += 1
         chunk = result.evidence.get(cite.claim.source_id)
-        if chunk is None or not match_quote(cite.claim.quote, chunk.text).ok:
-            bad += 1
-    return bad
+        if chunk is None:
+            plain_bad += 1
+            mq_bad += 1
+            continue
+        if not plain_quote_found(cite.claim.quote, chunk.text):
+            plain_bad += 1
+            if examples is not None and len(examples) < 5:
+                examples.append({"quote": cite.claim.quote, "chunk": chunk.text[:300]})
+        if not match_quote(cite.claim.quote, chunk.text).ok:
+            mq_bad += 1
+    return claims, plain_bad, mq_bad
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -96,7 +141,8 @@ async def evaluate(rows: list[dict[str, Any]], engine: Engine, mode: str,
     tools: list[int] = []
     times: list[float] = []
     outcomes: Counter[str] = Counter()
-    fab = 0
+    fab = mq_fab = claims = 0
+    examples: list[dict[str, str]] = []
     for row in rows:
         t0 = time.perf_counter()
         result = await engine.ask(row["question_text"], mode=mode, collections=[COLLECTION],
@@ -109,12 +155,16 @@ async def evaluate(rows: list[dict[str, Any]], engine: Engine, mode: str,
         tools.append(result.count("search.requested") + result.count("read.requested")
                      + result.count("scrape.requested"))
         outcomes[result.outcome] += 1
-        fab += fabricated(result)
+        c, bad, mq_bad = fabricated(result, examples)
+        claims += c
+        fab += bad
+        mq_fab += mq_bad
         engine.forget(result.run_id)
     n = len(rows)
     return {"both_gold": both / n, "any_gold": anyg / n, "mean_tool_calls": sum(tools) / n,
             "p50_s": statistics.median(times), "p95_s": _pct(times, 0.95),
-            "outcomes": dict(outcomes), "fabricated_quotes": fab}
+            "outcomes": dict(outcomes), "fabricated_quotes": fab, "claims": claims,
+            "fabricated_quotes_match_quote": mq_fab, "fabricated_examples": examples}
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
@@ -159,8 +209,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{label:<28}{rag[key]:>14.3f}{agent[key]:>12.3f}"
               f"{(agent[key] - rag[key]) * 100:>+13.1f}pt")
     for key, label in (("mean_tool_calls", "mean tool calls"), ("p50_s", "p50 run time (s)"),
-                       ("p95_s", "p95 run time (s)"), ("fabricated_quotes", "fabricated quotes")):
+                       ("p95_s", "p95 run time (s)")):
         print(f"{label:<28}{rag[key]:>14.3f}{agent[key]:>12.3f}")
+    for key, label in (("claims", "claims checked"),
+                       ("fabricated_quotes", "fabricated (plain substr)"),
+                       ("fabricated_quotes_match_quote", "  (verifier's match_quote)")):
+        print(f"{label:<28}{rag[key]:>14d}{agent[key]:>12d}")
+    for mode, res in (("rag", rag), ("agent", agent)):
+        for ex in res["fabricated_examples"]:
+            print(f"  {mode} quote not found: {ex['quote']!r} in {ex['chunk'][:120]!r}...")
     print(f"{'outcomes':<28}{rag['outcomes']!s:>14}  {agent['outcomes']!s}")
     if args.json:
         print(json.dumps({
@@ -173,6 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "mean_tool_calls": round(agent["mean_tool_calls"], 3),
             "mean_tool_calls_rag": round(rag["mean_tool_calls"], 3),
             "fabricated_quotes": agent["fabricated_quotes"] + rag["fabricated_quotes"],
+            "fabricated_quotes_match_quote": (agent["fabricated_quotes_match_quote"]
+                                              + rag["fabricated_quotes_match_quote"]),
+            "claims_checked": agent["claims"] + rag["claims"],
             "p50_s": round(agent["p50_s"], 3),
             "p95_s": round(agent["p95_s"], 3),
             "p50_s_rag": round(rag["p50_s"], 3),

@@ -7,7 +7,10 @@ Rows (all measured in this run, on this machine, server and clients on loopback)
   runs, and the runs' own wall time against the same runs with no subscriber
   (the ratio says how much watching costs the runs);
 - p50/p99 latency from an event's publish time (its ``ts``) to its arrival at
-  the client, over every event of every subscriber;
+  the client, over every event of every subscriber. The subscribers run in a
+  separate process (``bench/_sse_client.py``, aiohttp), which stamps each chunk
+  with ``time.time()`` as it is read and parses only after the streams end, so
+  the server's process does no client work (same machine clock for both);
 - events/s when N clients replay a finished run from the store (the server's
   own delivery rate, not bounded by how fast a run produces events);
 - memory per idle subscriber: server RSS growth over N idle SSE connections
@@ -54,6 +57,7 @@ DOCS = [
 ]
 
 GATE: asyncio.Event | None = None
+SSE_CLIENT = Path(__file__).resolve().parent / "_sse_client.py"
 
 IDLE_CLIENT = r"""
 import asyncio, sys
@@ -100,50 +104,54 @@ async def start_runs(session: ClientSession, base: str, n: int) -> list[str]:
     return ids
 
 
-async def subscriber(session: ClientSession, url: str, ready: asyncio.Event,
-                     latencies: list[float]) -> int:
-    count = 0
-    async with session.get(url) as resp:
-        ready.set()
-        data = ""
-        async for raw in resp.content:
-            line = raw.decode()
-            if line.startswith("data: "):
-                data = line[6:]
-            elif line == "\n" and data:
-                event = json.loads(data)
-                latencies.append(time.time() - event["ts"])
-                count += 1
-                data = ""
-    return count
-
-
 async def fan_out(app: web.Application, session: ClientSession, base: str, runs: int,
-                  subscribers: int) -> dict[str, Any]:
-    """Gated runs, ``subscribers`` SSE clients attached, then released and timed."""
+                  subscribers: int, port: int, client_procs: int = 1) -> dict[str, Any]:
+    """Gated runs, ``subscribers`` SSE clients attached from a separate process, then
+    released and timed. Latency = client receive time (stamped in the client process
+    as each chunk is read) minus the event's ``ts``, for events published after the gate."""
     global GATE
     GATE = asyncio.Event()
     ids = await start_runs(session, base, runs)
-    latencies: list[float] = []
-    readies = [asyncio.Event() for _ in range(subscribers)]
-    tasks = [asyncio.create_task(subscriber(session, f"{base}/v1/runs/{ids[i % runs]}/events",
-                                            readies[i], latencies))
-             for i in range(subscribers)]
-    for ready in readies:
-        await ready.wait()
-    await asyncio.sleep(0.2)  # every subscriber has its stored tail (run.started)
-    latencies.clear()
+    procs = []
+    if subscribers:
+        nproc = max(1, min(client_procs, subscribers))
+        for k in range(nproc):  # subscriber i of process k reads run ids[(k + j*nproc) % runs]
+            share = len(range(k, subscribers, nproc))
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, str(SSE_CLIENT), str(port), str(share),
+                *[ids[i % runs] for i in range(k, subscribers, nproc)],
+                stdout=subprocess.PIPE, limit=2**28)
+            procs.append(proc)
+        for proc in procs:
+            assert proc.stdout is not None
+            line = await proc.stdout.readline()
+            if line.strip() != b"ready":
+                raise RuntimeError(f"SSE client failed to start: {line!r}")
+        await asyncio.sleep(0.2)  # every subscriber has its stored tail (run.started)
+    gate_ts = time.time()
     t0 = time.perf_counter()
     GATE.set()
     await app[MANAGER_KEY].wait_all()
     runs_s = time.perf_counter() - t0
-    counts = await asyncio.gather(*tasks)
-    total_s = time.perf_counter() - t0
+    latencies: list[float] = []
+    last_recv = gate_ts
+    events = 0
+    for proc in procs:
+        assert proc.stdout is not None
+        out = json.loads((await proc.stdout.read()).strip().splitlines()[-1])
+        await proc.wait()
+        events += sum(out["counts"])
+        for recv, ts in out["events"]:
+            if ts >= gate_ts:
+                latencies.append(recv - ts)
+                last_recv = max(last_recv, recv)
     GATE = None
     lat_ms = sorted(x * 1000 for x in latencies)
+    span = last_recv - gate_ts
     return {
-        "subscribers": subscribers, "events": sum(counts), "runs_s": runs_s,
-        "events_per_s": len(latencies) / total_s if subscribers else 0.0,
+        "subscribers": subscribers, "events": events, "timed_events": len(latencies),
+        "runs_s": runs_s,
+        "events_per_s": len(latencies) / span if subscribers and span > 0 else 0.0,
         "p50_ms": statistics.median(lat_ms) if lat_ms else 0.0,
         "p99_ms": lat_ms[int(0.99 * (len(lat_ms) - 1))] if lat_ms else 0.0,
     }
@@ -207,9 +215,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         base = f"http://127.0.0.1:{port}"
         rows = []
         async with ClientSession(connector=TCPConnector(limit=0)) as session:
-            baseline = await fan_out(app, session, base, args.runs, 0)
+            baseline = await fan_out(app, session, base, args.runs, 0, port)
             for n in (1, 10, 100):
-                rows.append(await fan_out(app, session, base, args.runs, n))
+                rows.append(await fan_out(app, session, base, args.runs, n, port,
+                                         args.client_procs))
             (finished,) = await start_runs(session, base, 1)
             await app[MANAGER_KEY].wait_all()
             replays = [await replay(session, base, finished, n, max(1, 200 // n))
@@ -217,7 +226,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             kb = await idle_memory(app, session, base, port, args.idle)
         await runner.cleanup()
         index.close()
-    print(f"{args.runs} live runs per row; runs alone took {baseline['runs_s']:.2f}s")
+    print(f"{args.runs} live runs per row; runs alone took {baseline['runs_s']:.2f}s; SSE "
+          f"subscribers in {args.client_procs} separate client process(es), latency = client "
+          "receive time - event ts")
     print(f"{'subscribers':>11} {'events':>7} {'events/s':>10} {'p50 ms':>8} {'p99 ms':>8} "
           f"{'runs s':>7} {'vs alone':>8}")
     for r in rows:
@@ -237,7 +248,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "event_latency_p50_ms": round(top["p50_ms"], 3),
         "event_latency_p99_ms": round(top["p99_ms"], 3),
         "kb_per_idle_subscriber": round(kb, 2),
-        "runs": args.runs,
+        "runs": args.runs, "client_procs": args.client_procs,
         "rows": [{k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()}
                  for r in rows],
         "runs_alone_s": round(baseline["runs_s"], 3),
@@ -251,6 +262,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="live runs per measurement")
     parser.add_argument("--idle", type=int, default=1000, help="idle SSE connections")
+    parser.add_argument("--client-procs", type=int, default=1,
+                        help="processes the SSE subscribers are spread over (default 1)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = asyncio.run(main(args))

@@ -24,7 +24,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from actors import Actor, ActorContext, ActorRun, EdgeOperator
+from actors import Actor, ActorRun, EdgeOperator
 from actors.models import Embedder
 from actors.providers import SearchProvider
 from actors.rerank import Credibility, Reranker, RerankerActor
@@ -457,7 +457,7 @@ class Engine:
             if asked is not None:
                 run.cancel(asked.reason or "cancelled before the crash")
             elif isinstance(resumed, RunResumed):
-                controller.resume(ActorContext(run, controller), resumed)
+                controller.resume(run.context_for(controller), resumed)
 
         return self._launch(handle, self._drive(
             handle, actors, started.question, mode, limits, collections, edges, session_kbs,

@@ -69,6 +69,7 @@ from ._events import (
     ToolCall,
     ToolRejected,
     VerifyFailed,
+    WriteMode,
     register_event,
 )
 from ._exceptions import (
@@ -159,6 +160,7 @@ __all__ = [
     "UnknownEventType",
     "UnsupportedVersion",
     "VerifyFailed",
+    "WriteMode",
     "decode_json",
     "decode_msgpack",
     "encode_json",

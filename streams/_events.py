@@ -80,6 +80,7 @@ __all__ = [
     "ToolCall",
     "ToolRejected",
     "VerifyFailed",
+    "WriteMode",
     "register_event",
 ]
 
@@ -102,6 +103,9 @@ Outcome = Literal[
     "failed",
     "interrupted",
 ]
+
+WriteMode = Literal["answer", "finalize", "repair"]
+"""What a write is for: a first answer, the budget's last answer, or a repair of a failed one."""
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
@@ -806,7 +810,7 @@ class AnswerRequested(Event):
     """
 
     type: Literal["answer.requested"] = "answer.requested"
-    mode: Literal["answer", "finalize", "repair"] = "answer"
+    mode: WriteMode = "answer"
     attempt: int = 1
     evidence_ids: tuple[str, ...] = ()
     errors: tuple[ClaimError, ...] = ()
@@ -826,7 +830,7 @@ class AnswerDrafted(Event):
     claims: tuple[Claim, ...]
     lead: str = ""
     attempt: int = 1
-    mode: Literal["answer", "finalize", "repair"] = "answer"
+    mode: WriteMode = "answer"
     tokens: int = 0
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 import aiohttp
 import numpy as np
 
+from .._http_core import FailureKind, classify, error_detail, retry_call
 from ._embedder import FloatMatrix, l2_normalize
 from ._exceptions import (
     EmbeddingAuthError,
@@ -37,7 +38,8 @@ class OpenAIEmbedder:
     that is already running an event loop.
 
     429 and 5xx answers are retried ``max_retries`` times with exponential
-    backoff (honouring ``Retry-After`` up to ``max_backoff_s``); then, like
+    backoff (honouring ``Retry-After`` up to ``max_backoff_s``) by
+    :func:`actors._http_core.retry_call`; then, like
     every other failure, they raise a typed :class:`EmbeddingError`. Returned
     vectors are L2-normalised.
 
@@ -163,18 +165,15 @@ class OpenAIEmbedder:
         return out
 
     async def _request(self, batch: list[str], session: aiohttp.ClientSession) -> FloatMatrix:
-        attempt = 0
-        while True:
-            try:
-                return await self._post(batch, session)
-            except (EmbeddingRateLimited, EmbeddingServerError) as exc:
-                if attempt >= self._max_retries:
-                    raise
-                delay = self._backoff_s * (2**attempt)
-                if isinstance(exc, EmbeddingRateLimited) and exc.retry_after is not None:
-                    delay = max(delay, exc.retry_after)
-                attempt += 1
-                await asyncio.sleep(min(delay, self._max_backoff_s))
+        # 429 and 5xx only: a timeout already cost ``timeout_s`` and is not tried again
+        return await retry_call(
+            lambda: self._post(batch, session),
+            retryable=lambda exc: isinstance(exc, (EmbeddingRateLimited, EmbeddingServerError)),
+            retries=self._max_retries,
+            backoff_s=self._backoff_s,
+            max_backoff_s=self._max_backoff_s,
+            retry_after_cap_s=self._max_backoff_s,
+        )
 
     async def _post(self, batch: list[str], session: aiohttp.ClientSession) -> FloatMatrix:
         headers = {"Content-Type": "application/json"}
@@ -187,32 +186,33 @@ class OpenAIEmbedder:
             ) as resp:
                 raw = await resp.read()
                 status = resp.status
-                retry_after = resp.headers.get("Retry-After")
+                headers = dict(resp.headers)
         except TimeoutError as exc:
             raise EmbeddingTimeout(f"{self.url}: no answer within the timeout") from exc
         except aiohttp.ClientError as exc:
             raise EmbeddingConnectionError(f"{self.url}: {type(exc).__name__}: {exc}") from exc
         if status != 200:
-            raise _status_error(self.url, status, raw, retry_after)
+            raise _status_error(self.url, status, raw, headers)
         return _parse(self.url, raw, len(batch))
 
 
-def _status_error(url: str, status: int, raw: bytes, retry_after: str | None) -> EmbeddingError:
-    detail = raw[:300].decode("utf-8", "replace").strip()
+_ERRORS: dict[FailureKind, type[EmbeddingError]] = {
+    FailureKind.AUTH: EmbeddingAuthError,
+    FailureKind.SERVER: EmbeddingServerError,
+}
+
+
+def _status_error(
+    url: str, status: int, raw: bytes, headers: Mapping[str, str]
+) -> EmbeddingError:
+    detail = error_detail(raw)
     msg = f"{url}: HTTP {status}: {detail}" if detail else f"{url}: HTTP {status}"
-    if status in (401, 403):
-        return EmbeddingAuthError(msg, status=status)
-    if status == 429:
-        after: float | None = None
-        if retry_after is not None:
-            try:
-                after = max(0.0, float(retry_after))
-            except ValueError:
-                after = None
-        return EmbeddingRateLimited(msg, status=status, retry_after=after)
-    if status >= 500:
-        return EmbeddingServerError(msg, status=status)
-    return EmbeddingRequestError(msg, status=status)
+    failure = classify(status, headers, quota_statuses=frozenset())
+    if failure is None:  # a 2xx other than 200: treated as before, a rejected request
+        return EmbeddingRequestError(msg, status=status)
+    if failure.kind is FailureKind.RATE_LIMITED:
+        return EmbeddingRateLimited(msg, status=status, retry_after=failure.retry_after)
+    return _ERRORS.get(failure.kind, EmbeddingRequestError)(msg, status=status)
 
 
 def _parse(url: str, raw: bytes, expected: int) -> FloatMatrix:

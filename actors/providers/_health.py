@@ -24,13 +24,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
-from tenacity.stop import stop_base
-from tenacity.wait import wait_random_exponential
-
 from streams import Hit, SearchFilters
 
-from ._exceptions import CircuitOpen, ProviderError, ProviderRateLimited, ProviderTimeout
+from .._http_core import retry_call
+from ._exceptions import CircuitOpen, ProviderError, ProviderTimeout
 from ._filtering import UnappliedFilter, unapplied_filters
 from ._filtering import supported_filters as _supported
 from ._protocol import SearchProvider, search_with
@@ -256,47 +253,27 @@ class ResilientProvider:
 
         ``filters`` reach the inner provider only if it declares ``supported_filters``.
         """
-        policy = self.retry
-        jitter = wait_random_exponential(multiplier=policy.backoff_s, max=policy.max_backoff_s)
-        loop = asyncio.get_running_loop()
-
-        def wait(state: RetryCallState) -> float:
-            delay = jitter(state)
-            exc = state.outcome.exception() if state.outcome is not None else None
-            if isinstance(exc, ProviderRateLimited) and exc.retry_after is not None:
-                delay = max(delay, exc.retry_after)
-            return float(delay)
-
-        class _StopAtDeadline(stop_base):
-            def __call__(self, state: RetryCallState) -> bool:
-                exc = state.outcome.exception() if state.outcome is not None else None
-                if (isinstance(exc, ProviderRateLimited) and exc.retry_after is not None
-                        and exc.retry_after > policy.max_retry_after_s):
-                    return True
-                return deadline is not None and loop.time() + state.upcoming_sleep >= deadline
-
-        retrying = AsyncRetrying(
-            retry=retry_if_exception(_retryable),
-            stop=stop_after_attempt(policy.retries + 1) | _StopAtDeadline(),
-            wait=wait,
-            reraise=True,
-            sleep=self._sleep,
-        )
         last: list[ProviderError] = []
+        policy = self.retry
+
+        async def attempt() -> Sequence[Hit]:
+            try:
+                return await self._once(query, k, deadline, filters)
+            except ProviderError as exc:
+                if not isinstance(exc, CircuitOpen):
+                    last.append(exc)
+                raise
+
         try:
-            async for attempt in retrying:
-                with attempt:
-                    try:
-                        return await self._once(query, k, deadline, filters)
-                    except ProviderError as exc:
-                        if not isinstance(exc, CircuitOpen):
-                            last.append(exc)
-                        raise
+            return await retry_call(
+                attempt, retryable=_retryable, retries=policy.retries, deadline=deadline,
+                backoff_s=policy.backoff_s, max_backoff_s=policy.max_backoff_s, jitter=True,
+                max_retry_after_s=policy.max_retry_after_s, sleep=self._sleep,
+            )
         except CircuitOpen as exc:
             if last:  # the breaker opened between our attempts: report what really failed
                 raise last[-1] from exc
             raise
-        raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
     async def _once(self, query: str, k: int, deadline: float | None,
                     filters: SearchFilters | None = None) -> Sequence[Hit]:

@@ -3,19 +3,18 @@
 Every adapter differs in how it builds the request and reads the answer; they
 all share the deadline, the session lifetime, the body cap and the mapping of
 HTTP signalling (401/403, 402, 429 + Retry-After, 5xx, HTML instead of JSON,
-malformed JSON, wrong schema) to :mod:`._exceptions`. Structured filters go
-through :meth:`HttpProvider.filter_plan`, one pure mapping per adapter, so what
-is sent and what is reported unapplied cannot disagree.
+malformed JSON, wrong schema) to :mod:`._exceptions`, read by the rules of
+:mod:`actors._http_core` that the chat and embeddings clients share.
+Structured filters go through :meth:`HttpProvider.filter_plan`, one pure
+mapping per adapter, so what is sent and what is reported unapplied cannot
+disagree.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as _dt
-import email.utils
 import json
-import math
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
@@ -26,6 +25,7 @@ from yarl import URL
 
 from streams import Hit, SearchFilters
 
+from .._http_core import FailureKind, classify, error_detail, looks_like_html, parse_retry_after
 from ._config import ProviderSettings
 from ._exceptions import (
     ProviderAuthError,
@@ -60,24 +60,6 @@ class HttpReply:
 
     def text(self) -> str:
         return self.body.decode("utf-8", errors="replace")
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP-date), else ``None``."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - (time.time() if now is None else now)
-    if not math.isfinite(seconds):
-        return None
-    return max(0.0, seconds)
 
 
 class HttpProvider:
@@ -251,16 +233,18 @@ class HttpProvider:
 
     def _generic_error(self, reply: HttpReply) -> ProviderError:
         status = reply.status
-        detail = _short(reply.text())
+        detail = error_detail(reply.text())
         msg = f"HTTP {status}" + (f": {detail}" if detail else "")
-        if status in (401, 403):
+        failure = classify(status, reply.headers, quota_statuses=frozenset({402, 432, 433}))
+        kind = failure.kind if failure is not None else FailureKind.REQUEST
+        if kind is FailureKind.AUTH:
             return ProviderAuthError(msg, provider=self.name, status=status)
-        if status in (402, 432, 433):
+        if kind is FailureKind.QUOTA:
             return ProviderQuotaError(msg, provider=self.name, status=status)
-        if status == 429:
+        if kind is FailureKind.RATE_LIMITED:
             return ProviderRateLimited(msg, provider=self.name, status=status,
-                                       retry_after=parse_retry_after(reply.headers.get("Retry-After")))
-        if status >= 500:
+                                       retry_after=failure.retry_after if failure else None)
+        if kind is FailureKind.SERVER:
             return ProviderUnavailable(msg, provider=self.name, status=status)
         return ProviderError(msg, provider=self.name, status=status)
 
@@ -268,8 +252,7 @@ class HttpProvider:
 
     def _json(self, reply: HttpReply) -> Any:
         """The body as JSON; HTML or broken JSON is a :class:`ProviderBadResponse`."""
-        head = reply.body.lstrip()[:64].lower()
-        if "html" in reply.content_type or head.startswith((b"<!doctype", b"<html", b"<")):
+        if looks_like_html(reply.content_type, reply.body):
             raise ProviderBadResponse("HTML instead of JSON (blocked, captcha or wrong URL?)",
                                       provider=self.name, status=reply.status)
         try:
@@ -299,7 +282,3 @@ class HttpProvider:
         fields["source"] = self.name
         return Hit(**fields)
 
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -15,6 +15,7 @@ from ._scoring import (
     ScoredCandidate,
     diversity_key,
     edges_order,
+    round_robin,
 )
 
 __all__ = [
@@ -32,4 +33,5 @@ __all__ = [
     "ScoredCandidate",
     "diversity_key",
     "edges_order",
+    "round_robin",
 ]

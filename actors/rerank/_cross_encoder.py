@@ -15,7 +15,7 @@ __all__ = ["CrossEncoder"]
 class CrossEncoder(Protocol):
     """Scores (query, passage) pairs jointly; stronger than comparing two embeddings.
 
-    No cross-encoder ships offline with this project (see MODELS.md), so this is
+    No cross-encoder ships offline with this project, so this is
     the seam for a user's own: ``score`` is synchronous (the reranker calls it
     in a worker thread) and returns one relevance per passage, either a
     probability in [0, 1] or a raw logit (the reranker applies a sigmoid when

@@ -8,8 +8,7 @@ from typing import Literal
 
 from streams import Event, RerankCompleted, RerankFailed, RerankRequested
 
-from .._actor import Actor, error_info
-from .._runtime import ActorContext
+from .._actor import Actor, ActorContext, error_info
 from ._scoring import Reranker, edges_order
 
 __all__ = ["RerankerActor"]

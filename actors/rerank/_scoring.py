@@ -48,6 +48,7 @@ __all__ = [
     "ScoredCandidate",
     "diversity_key",
     "edges_order",
+    "round_robin",
 ]
 
 _T = TypeVar("_T")
@@ -123,6 +124,33 @@ def diversity_key(chunk: EvidenceChunk) -> str:
     if chunk.source:
         return "src:" + chunk.source
     return "id:" + chunk.id
+
+
+def round_robin(ranked: Sequence[_T], k: int, key: Callable[[_T], str],
+                cap: int | None = None) -> list[_T]:
+    """Take ``k`` items from a best-first list, one source at a time.
+
+    Sources (``key``) take turns in the order of their best item; in each turn a
+    source gives its next-best item, so one source cannot fill the list. ``cap``
+    limits any source outright.
+    """
+    groups: dict[str, list[_T]] = {}
+    for item in ranked:  # best first, so groups are ordered by their best
+        groups.setdefault(key(item), []).append(item)
+    out: list[_T] = []
+    depth = 0
+    while len(out) < k and (cap is None or depth < cap):
+        took = False
+        for members in groups.values():
+            if depth < len(members):
+                out.append(members[depth])
+                took = True
+                if len(out) == k:
+                    break
+        if not took:
+            break
+        depth += 1
+    return out
 
 
 def edges_order(items: Sequence[_T]) -> list[_T]:
@@ -340,24 +368,7 @@ class Reranker:
                 if len(out) == k:
                     break
             return out
-        # Round-robin: the best of every source, then the second best of each, ...
-        groups: dict[str, list[int]] = {}
-        for i in ranked:  # ranked is best first, so groups are ordered by their best
-            groups.setdefault(keys[i], []).append(i)
-        out = []
-        depth = 0
-        while len(out) < k:
-            took = False
-            for members in groups.values():
-                if depth < len(members) and (cap is None or depth < cap):
-                    out.append(members[depth])
-                    took = True
-                    if len(out) == k:
-                        break
-            if not took:
-                break
-            depth += 1
-        return out
+        return round_robin(ranked, k, keys.__getitem__, cap)
 
     def _mmr(
         self,

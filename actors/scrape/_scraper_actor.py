@@ -17,8 +17,7 @@ from aiohttp.abc import AbstractResolver
 
 from streams import Event, PageScraped, ScrapeFailed, ScrapeRequested
 
-from .._actor import Actor, error_info
-from .._runtime import ActorContext
+from .._actor import Actor, ActorContext, error_info
 from ..text import url_key
 from ._exceptions import ExtractionFailed, FetchTimeout
 from ._extract import Extracted, ExtractorName, better, extraction_order, run_extractor

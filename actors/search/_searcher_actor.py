@@ -12,8 +12,7 @@ from collections.abc import Sequence
 
 from streams import ErrorInfo, Event, ProviderHealth, SearchCompleted, SearchFailed, SearchRequested
 
-from .._actor import Actor, error_info
-from .._runtime import ActorContext
+from .._actor import Actor, ActorContext, error_info
 from ..providers import AllProvidersFailed, HealthChange, ProviderNotConfigured
 from ._searcher import Searcher, SeenUrls, filters_problem
 

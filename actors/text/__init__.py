@@ -6,10 +6,12 @@ numpy; no models.
 
 from ._chunking import TextChunk, chunk_text, split_sentences
 from ._keywords import (
+    CAPITALISED_NAME,
     DEMONYMS,
     NEGATIONS,
     STOPWORDS,
     content_terms,
+    jaccard,
     keyword_coverage,
     stem,
     tokenize,
@@ -20,6 +22,7 @@ from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, si
 from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url, url_host, url_key
 
 __all__ = [
+    "CAPITALISED_NAME",
     "CLEAN_MARKUP_VERSION",
     "DEFAULT_RECENT_DAYS",
     "DEMONYMS",
@@ -38,6 +41,7 @@ __all__ = [
     "dedup_chunks",
     "hamming",
     "is_time_sensitive",
+    "jaccard",
     "keyword_coverage",
     "looks_like_code",
     "normalize_url",

@@ -10,18 +10,28 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 
 import Stemmer
 
 __all__ = [
+    "CAPITALISED_NAME",
     "DEMONYMS",
     "NEGATIONS",
     "STOPWORDS",
     "content_terms",
+    "jaccard",
     "keyword_coverage",
     "stem",
     "tokenize",
 ]
+
+_CAP = r"[A-Z\u00c0-\u00de][\w'\u2019.\-]*"
+CAPITALISED_NAME = re.compile(
+    rf"{_CAP}(?:\s+(?:(?:of|the|for|de|del|da|du|la|le|von|van|der|di|y|and|N'|&)\s+)*{_CAP})*"
+)
+"""A capitalised phrase, a name as prose writes it: "Buddy Hield", "University of Kansas",
+"Guns N' Roses" (capitalised words, joined by the small words names hold)."""
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 
@@ -87,6 +97,16 @@ def stem(words: Iterable[str]) -> list[str]:
 def content_terms(text: str) -> list[str]:
     """Stems of the non-stopword tokens of ``text``, in order (duplicates kept)."""
     return stem(w for w in tokenize(text) if w not in STOPWORDS)
+
+
+def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:
+    """``|a & b| / |a | b|``: how alike two sets of words are, from 0.0 to 1.0.
+
+    Two empty sets are alike (1.0): nothing tells them apart, so two texts with
+    no words are duplicates of each other, not strangers.
+    """
+    union = a | b
+    return len(a & b) / len(union) if union else 1.0
 
 
 def keyword_coverage(query: str, text: str) -> float:

@@ -29,7 +29,7 @@ from ._chat_planner import (
 )
 from ._chat_writer import DEFAULT_WRITER_PROMPT, ChatWriter, parse_claims
 from ._extractive_writer import ExtractiveWriter
-from ._loop_guard import LoopGuard, LoopVerdict, normalize_query, saturated
+from ._loop_guard import LoopGuard, LoopVerdict, normalize_query
 from ._offline_planner import (
     OfflinePlanner,
     desubjectivize,
@@ -42,8 +42,6 @@ from ._policy import (
     Draft,
     PlannerPolicy,
     PlannerView,
-    QueryRecord,
-    WriteMode,
     WriterPolicy,
 )
 from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportScore, SupportWeights, support_score
@@ -85,7 +83,6 @@ __all__ = [
     "PlannerActor",
     "PlannerPolicy",
     "PlannerView",
-    "QueryRecord",
     "QuestionNeeds",
     "QuoteMatch",
     "Rejection",
@@ -98,7 +95,6 @@ __all__ = [
     "VerifierActor",
     "VerifyFunction",
     "VerifyPolicy",
-    "WriteMode",
     "WriterActor",
     "WriterPolicy",
     "analyse_question",
@@ -113,7 +109,6 @@ __all__ = [
     "parse_claims",
     "question_entities",
     "render_answer",
-    "saturated",
     "select_evidence",
     "support_score",
     "verify",

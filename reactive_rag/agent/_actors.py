@@ -32,11 +32,13 @@ from streams import (
     PlanDecided,
     PlanRequested,
     QueriesExpanded,
+    QueryStat,
     ReadRequested,
     RunStarted,
     ScrapeRequested,
     SelectionRequested,
     ToolCall,
+    ToolRejected,
     VerifyFailed,
 )
 
@@ -46,7 +48,6 @@ from ._policy import (
     Decision,
     PlannerPolicy,
     PlannerView,
-    QueryRecord,
     WriterPolicy,
     planner_context_tokens,
 )
@@ -76,7 +77,7 @@ class LoopVerdictLike(Protocol):
 class LoopCheck(Protocol):
     """What the planner host needs from a semantic loop guard (see ``LoopGuard``)."""
 
-    def sync(self, records: Iterable[QueryRecord]) -> None:
+    def sync(self, records: Iterable[QueryStat]) -> None:
         """Learn the run's query log (what each search brought)."""
         ...
 
@@ -143,7 +144,18 @@ class PlannerActor(Actor):
         assert isinstance(msg, PlanRequested)
         view, history = self._view_for(msg)
         decision = await self.policy.decide(view)
-        return self._reply(msg, decision, history, planner_context_tokens(view))
+        guard = self.loop_guard
+        prepare = getattr(guard, "prepare", None)
+        if guard is not None and callable(prepare):  # embed off the loop what _vet compares
+            guard.sync(history)
+            await prepare([str(c.args["query"]) for c in decision.calls
+                           if c.tool == "search" and isinstance(c.args.get("query"), str)])
+        # calls the policy refused in code (a chat model's bad calls): never run, but seen
+        rejected: list[Event] = [
+            ToolRejected(call_id=r.call_id, tool=r.tool, reason=r.reason)
+            for r in getattr(self.policy, "last_rejections", ())
+        ]
+        return rejected + self._reply(msg, decision, history, planner_context_tokens(view))
 
     def _note(self, msg: ReadRequested | ScrapeRequested) -> None:
         if msg.call_id:
@@ -155,8 +167,8 @@ class PlannerActor(Actor):
         else:
             self.pages.append(msg.url)
 
-    def _view_for(self, msg: PlanRequested) -> tuple[PlannerView, list[QueryRecord]]:
-        history = [QueryRecord(q.query, q.hits, q.new_evidence) for q in msg.queries]
+    def _view_for(self, msg: PlanRequested) -> tuple[PlannerView, list[QueryStat]]:
+        history = list(msg.queries)
         for point in msg.points:
             self.points.setdefault(point.id, point)
         evidence = list(self.view.evidence.values())
@@ -224,7 +236,7 @@ class PlannerActor(Actor):
             restore(events)
 
     def _reply(self, msg: PlanRequested, decision: Decision,
-               history: Sequence[QueryRecord], context_tokens: int = 0) -> list[Event]:
+               history: Sequence[QueryStat], context_tokens: int = 0) -> list[Event]:
         out: list[Event] = []
         calls = self._vet(decision, history, out)
         searches = [str(c.args["query"]) for c in calls
@@ -242,7 +254,7 @@ class PlannerActor(Actor):
                                extend=decision.extend))
         return out
 
-    def _vet(self, decision: Decision, history: Sequence[QueryRecord],
+    def _vet(self, decision: Decision, history: Sequence[QueryStat],
              out: list[Event]) -> tuple[ToolCall, ...]:
         guard = self.loop_guard
         if guard is None:

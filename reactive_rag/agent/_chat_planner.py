@@ -42,11 +42,12 @@ from streams import (
     Feedback,
     FeedbackKind,
     PlanDecided,
+    QueryStat,
     SearchFilters,
     ToolCall,
 )
 
-from ._policy import Decision, PlannerView, QueryRecord
+from ._policy import Decision, PlannerView
 
 __all__ = [
     "DEFAULT_PLANNER_PROMPT",
@@ -776,7 +777,7 @@ class ChatPlanner:
             message["content"] = compact
 
 
-def _take_query(records: list[QueryRecord], query: str) -> QueryRecord | None:
+def _take_query(records: list[QueryStat], query: str) -> QueryStat | None:
     wanted = " ".join(query.split()).casefold()
     for i, record in enumerate(records):
         if " ".join(record.query.split()).casefold() == wanted:

@@ -19,9 +19,9 @@ from typing import Any
 import pydantic_core
 
 from actors.models._chat import ChatModel
-from streams import Claim, ClaimError, EvidenceChunk
+from streams import Claim, ClaimError, EvidenceChunk, WriteMode
 
-from ._policy import Draft, WriteMode
+from ._policy import Draft
 
 __all__ = ["DEFAULT_WRITER_PROMPT", "ChatWriter", "parse_claims"]
 

@@ -13,6 +13,7 @@ gets the title in front of its statement; the quote stays the exact sentence.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -21,12 +22,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from actors.models import Embedder
-from actors.text import STOPWORDS, content_terms, looks_like_code, split_sentences, stem, tokenize
-from streams import Claim, ClaimError, EvidenceChunk
+from actors.text import (
+    STOPWORDS,
+    content_terms,
+    jaccard,
+    looks_like_code,
+    split_sentences,
+    stem,
+    tokenize,
+)
+from streams import Claim, ClaimError, EvidenceChunk, WriteMode
 
 from ._answerability import analyse_question, holds_new_value
 from ._offline_planner import desubjectivize
-from ._policy import Draft, WriteMode
+from ._policy import Draft
 from ._yes_no import answer_yes_no
 
 __all__ = ["ExtractiveWriter"]
@@ -279,8 +288,11 @@ class ExtractiveWriter:
                 else:
                     banned_chunks.add(err.source_id)
             notes.append(f"repair: avoided {len(errors)} rejected claim(s)")
-        claims = self.select(
-            question, evidence, banned_quotes=banned_quotes, banned_chunks=banned_chunks
+        # Selection embeds sentences (CPU-bound with a local model): a worker thread,
+        # as the reranker does, so the loop keeps serving the other actors meanwhile.
+        claims = await asyncio.to_thread(
+            self.select, question, evidence, banned_quotes=banned_quotes,
+            banned_chunks=banned_chunks,
         )
         lead = ""
         needs = analyse_question(question)
@@ -650,7 +662,7 @@ class ExtractiveWriter:
     def _repeats(self, a: _Sentence, b: _Sentence) -> bool:
         """Same or near-same sentence (the same docstring under two names, overlapping
         chunks), or one says nothing the other does not."""
-        if _jaccard(a.words, b.words) >= self.dedup_jaccard:
+        if jaccard(a.words, b.words) >= self.dedup_jaccard:
             return True
         small, large = (a.terms, b.terms) if len(a.terms) <= len(b.terms) else (b.terms, a.terms)
         return len(small) >= 2 and small <= large
@@ -683,6 +695,3 @@ def _title_key(title: str) -> str:
     return " ".join(_mention_words(re.sub(r"\s*\([^)]*\)\s*$", "", title)))
 
 
-def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    union = a | b
-    return len(a & b) / len(union) if union else 1.0

@@ -1,4 +1,6 @@
-"""Semantic loop detection over query embeddings, and round saturation.
+"""Semantic loop detection over query embeddings.
+
+(Round saturation is the run's rule: :func:`reactive_rag.run.saturated`.)
 
 A planner (especially a small model) that got nothing new from a search tends
 to ask the same thing again in other words. Exact-duplicate checks miss that;
@@ -8,17 +10,17 @@ planner with a reason, and refusals in a row end the search phase.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from actors.models import Embedder, FloatMatrix
 from actors.text import tokenize
+from streams import QueryStat
 
-from ._policy import QueryRecord
-
-__all__ = ["LoopGuard", "LoopVerdict", "normalize_query", "saturated"]
+__all__ = ["LoopGuard", "LoopVerdict", "normalize_query"]
 
 
 def normalize_query(query: str) -> str:
@@ -61,7 +63,7 @@ class LoopGuard:
         self._embedder = embedder
         self.threshold = threshold
         self.max_refusals = max_refusals
-        self._records: list[QueryRecord] = []
+        self._records: list[QueryStat] = []
         self._seen: set[str] = set()
         self._vectors: dict[str, FloatMatrix] = {}
         self._refusals = 0
@@ -76,22 +78,42 @@ class LoopGuard:
         """True once ``max_refusals`` queries in a row were refused."""
         return self._refusals >= self.max_refusals
 
-    def record(self, record: QueryRecord) -> None:
+    def record(self, record: QueryStat) -> None:
         """Remember a search that ran and how much new evidence it brought."""
         self._records.append(record)
         self._seen.add(normalize_query(record.query))
 
-    def sync(self, records: Iterable[QueryRecord]) -> None:
+    def sync(self, records: Iterable[QueryStat]) -> None:
         """Record whatever of ``records`` (a run's full query log) is not recorded yet."""
         records = list(records)
         for record in records[len(self._records) :]:
             self.record(record)
 
+    async def prepare(self, queries: Iterable[str]) -> None:
+        """Embed, in a worker thread, what checking ``queries`` will compare.
+
+        That is each query and every search that brought nothing new. The vectors
+        are cached, so the :meth:`check` calls that follow stay off the model and
+        the event loop keeps serving other actors while the embedder works (as
+        the reranker does). The same vectors as embedding inline: same verdicts.
+        """
+        texts = [normalize_query(q) for q in queries]
+        texts += [normalize_query(r.query) for r in self._records if r.new_evidence == 0]
+        missing = list(dict.fromkeys(t for t in texts if t and t not in self._vectors))
+        if not missing:
+            return
+        vectors = await asyncio.to_thread(lambda: [self._embed(t) for t in missing])
+        self._vectors.update(zip(missing, vectors, strict=True))
+
+    def _embed(self, text: str) -> FloatMatrix:
+        # one query a call, as _vector does: a batch could round differently
+        vec: FloatMatrix = np.asarray(self._embedder.embed_queries([text]), dtype=np.float32)[0]
+        return vec
+
     def _vector(self, text: str) -> FloatMatrix:
         vec = self._vectors.get(text)
         if vec is None:
-            vec = np.asarray(self._embedder.embed_queries([text]), dtype=np.float32)[0]
-            self._vectors[text] = vec
+            vec = self._vectors[text] = self._embed(text)
         return vec
 
     def check(self, query: str) -> LoopVerdict:
@@ -117,7 +139,7 @@ class LoopGuard:
         if not barren:
             return LoopVerdict(True)
         vec = self._vector(norm)
-        best: QueryRecord | None = None
+        best: QueryStat | None = None
         best_sim = -1.0
         for r in barren:
             sim = float(np.dot(vec, self._vector(normalize_query(r.query))))
@@ -134,33 +156,3 @@ class LoopGuard:
         return LoopVerdict(
             True, nearest_query=best.query if best else None, similarity=max(best_sim, 0.0)
         )
-
-
-def _jaccard(a: set[str], b: set[str]) -> float:
-    union = a | b
-    return len(a & b) / len(union) if union else 0.0
-
-
-def saturated(rounds: Sequence[set[str]], threshold: float = 0.8, *, consecutive: int = 1) -> bool:
-    """Whether the last rounds of search brought back mostly the same evidence.
-
-    ``rounds[i]`` is the set of evidence ids round ``i`` returned. A round is
-    *stale* when its ids overlap the previous round's with Jaccard >= ``threshold``
-    or when it returned nothing that earlier rounds had not already returned.
-    Empty rounds are never stale (empty results are handled by rewriting the
-    query, not by giving up). The search phase is saturated when the last
-    ``consecutive`` rounds are all stale, i.e. ``consecutive + 1`` consecutive
-    rounds overlap.
-    """
-    if consecutive < 1:
-        raise ValueError("consecutive must be >= 1")
-    if len(rounds) < consecutive + 1:
-        return False
-    for i in range(len(rounds) - consecutive, len(rounds)):
-        current = rounds[i]
-        if not current:
-            return False
-        old: set[str] = set().union(*rounds[:i])
-        if not (current <= old or _jaccard(current, rounds[i - 1]) >= threshold):
-            return False
-    return True

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pydantic import JsonValue
 
 from actors.text import (
+    CAPITALISED_NAME,
     DEMONYMS,
     STOPWORDS,
     AskedPeriod,
@@ -35,10 +36,10 @@ from actors.text import (
     tokenize,
     url_host,
 )
-from streams import EvidenceChunk, Feedback, ToolCall
+from streams import EvidenceChunk, Feedback, QueryStat, ToolCall
 
 from ._loop_guard import normalize_query
-from ._policy import Decision, PlannerView, QueryRecord
+from ._policy import Decision, PlannerView
 
 __all__ = [
     "OfflinePlanner",
@@ -80,11 +81,6 @@ _MULTI_HOP = re.compile(
     re.IGNORECASE,
 )
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
-# Capitalised phrases: "Buddy Hield", "University of Kansas", "Guns N' Roses".
-_CAP = r"[A-Z\u00c0-\u00de][\w'\u2019.\-]*"
-_NAME = re.compile(
-    rf"{_CAP}(?:\s+(?:(?:of|the|for|de|del|da|du|la|le|von|van|der|di|y|and|N'|&)\s+)*{_CAP})*"
-)
 _QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d]{2,80})[\"\u201d]")
 _NUM_UNIT = re.compile(
     r"\b\d[\d,.]*\s*(?:%|percent|km|kilometres|kilometers|miles|m|kg|tonnes|years?|people|seats?)\b"
@@ -155,7 +151,7 @@ def extract_entities(text: str) -> list[str]:
     found: list[tuple[int, int, str]] = []
     for m in _QUOTED.finditer(text):
         found.append((m.start(1), 0, m.group(1).strip()))
-    for m in _NAME.finditer(text):
+    for m in CAPITALISED_NAME.finditer(text):
         whole = _clean_name(m.group(0))
         if whole is None:
             continue
@@ -786,7 +782,7 @@ def _stops_short(chunk: EvidenceChunk) -> bool:
     return bool(chunk.next_id) and bool(tail) and tail[-1] not in ".!?\"')\u201d]"
 
 
-def _came_back_empty(record: QueryRecord, feedback: Sequence[Feedback]) -> bool:
+def _came_back_empty(record: QueryStat, feedback: Sequence[Feedback]) -> bool:
     """No hits, or hits that all fell under the relevance floor (the run says so)."""
     if record.hits == 0:
         return True
@@ -795,7 +791,7 @@ def _came_back_empty(record: QueryRecord, feedback: Sequence[Feedback]) -> bool:
     return any(f.kind in ("empty", "below_floor") and f.query == record.query for f in feedback)
 
 
-def _rewrites(question: str, empty: Sequence[QueryRecord]) -> list[str]:
+def _rewrites(question: str, empty: Sequence[QueryStat]) -> list[str]:
     """Shorter or different forms of a query that found nothing."""
     keys = _key_words(question)
     ents = question_entities(question)

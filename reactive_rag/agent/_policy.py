@@ -11,30 +11,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from streams import Claim, ClaimError, EvidenceChunk, Feedback, KeyPoint, ToolCall
+from streams import (
+    Claim,
+    ClaimError,
+    EvidenceChunk,
+    Feedback,
+    KeyPoint,
+    QueryStat,
+    ToolCall,
+    WriteMode,
+)
 
 __all__ = [
     "Decision",
     "Draft",
     "PlannerPolicy",
     "PlannerView",
-    "QueryRecord",
-    "WriteMode",
     "WriterPolicy",
     "planner_context_tokens",
 ]
-
-WriteMode = Literal["answer", "finalize", "repair"]
-
-
-@dataclass(frozen=True, slots=True)
-class QueryRecord:
-    """A search the run made and what it brought: ``new_evidence`` 0 means nothing new."""
-
-    query: str
-    hits: int
-    new_evidence: int
-
 
 @dataclass(frozen=True, slots=True)
 class PlannerView:
@@ -64,7 +59,7 @@ class PlannerView:
     question: str
     round: int
     evidence: Sequence[EvidenceChunk]
-    queries: Sequence[QueryRecord]
+    queries: Sequence[QueryStat]
     feedback: Sequence[Feedback] = ()
     reads: Sequence[str] = ()
     remaining_steps: int | None = None

@@ -253,7 +253,7 @@ def _match_one(
 class EntailmentModel(Protocol):
     """Scores how strongly ``premise`` supports ``hypothesis`` (0..1, higher = supports).
 
-    No model ships offline (see MODELS.md); a user plugs in a local NLI model
+    No model ships offline; a user plugs in a local NLI model
     behind this protocol, or a model server behind :class:`AsyncEntailmentModel`
     (:class:`~._chat_entailment.ChatEntailment`: a chat model as judge).
     """

@@ -17,6 +17,8 @@ from ._machine import (
     chunk_from_hit,
     fall_back_to_rag,
     initial_state,
+    round_overlap,
+    saturated,
     step,
 )
 
@@ -45,5 +47,7 @@ __all__ = [
     "initial_state",
     "limits_note",
     "partial_note",
+    "round_overlap",
+    "saturated",
     "step",
 ]

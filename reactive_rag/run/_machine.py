@@ -28,6 +28,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -85,6 +86,7 @@ from streams import (
     ToolCall,
     ToolRejected,
     VerifyFailed,
+    WriteMode,
 )
 
 from ._answerability import Answerability, AnswerabilityJudge, limits_note, partial_note
@@ -102,16 +104,16 @@ __all__ = [
     "InFlight",
     "Phase",
     "RunState",
-    "WriteMode",
     "call_signature",
     "chunk_from_hit",
     "fall_back_to_rag",
     "initial_state",
+    "round_overlap",
+    "saturated",
     "step",
 ]
 
 FINAL_RERANK_ID = "final"
-WriteMode = Literal["answer", "finalize"]
 
 
 class Phase(enum.Enum):
@@ -884,20 +886,44 @@ def _note(state: RunState, feedback: Feedback) -> RunState:
     return replace(state, feedback=(*state.feedback, feedback))
 
 
+def round_overlap(returned: AbstractSet[str], known_before: AbstractSet[str]) -> float:
+    """The share of a round's evidence the run already held; a round that returned nothing: 1.0."""
+    return len(returned & known_before) / len(returned) if returned else 1.0
+
+
+def saturated(rounds: Sequence[AbstractSet[str]], threshold: float = 0.8, *,
+              consecutive: int = 1) -> bool:
+    """The run's saturation rule over a log of rounds (``rounds[i]``: the ids round ``i`` returned).
+
+    A round is saturated when :func:`round_overlap` with everything earlier rounds
+    returned is at least ``threshold`` (the budget's ``saturation_overlap``); the
+    search is saturated once the last ``consecutive`` rounds (``saturation_rounds``)
+    all were, and some evidence is held. The machine applies the same rule round
+    by round in ``_end_round`` (there, a round of recalls only leaves the count as it was).
+    """
+    if consecutive < 1:
+        raise ValueError("consecutive must be >= 1")
+    count = 0
+    held: set[str] = set()
+    for ids in rounds:
+        count = count + 1 if round_overlap(ids, held) >= threshold else 0
+        held |= ids
+    return count >= consecutive and bool(held)
+
+
 def _end_round(state: RunState, out: list[Command]) -> _Step:
     state = replace(state, in_flight=(), after_calls=None)
     if state.mode == "rag":
         return _select(state, "answer", out)
     returned = state.round_returned
-    known = returned & state.round_known_before
-    overlap = len(known) / len(returned) if returned else 1.0
-    saturated = state.saturated_rounds + 1 if overlap >= state.budget.saturation_overlap else 0
+    overlap = round_overlap(returned, state.round_known_before)
+    count = state.saturated_rounds + 1 if overlap >= state.budget.saturation_overlap else 0
     if not returned and state.round_recalls:
-        saturated = state.saturated_rounds  # a round of recalls only searched nothing
-    state = replace(state, saturated_rounds=saturated)
-    if saturated >= state.budget.saturation_rounds and state.evidence:
+        count = state.saturated_rounds  # a round of recalls only searched nothing
+    state = replace(state, saturated_rounds=count)
+    if count >= state.budget.saturation_rounds and state.evidence:
         out.append(LoopDetected(kind="saturation", detail=(
-            f"{saturated} rounds in a row brought mostly evidence already held "
+            f"{count} rounds in a row brought mostly evidence already held "
             f"(overlap {overlap:.0%}); answering")))
         return _select(state, "answer", out)
     return _request_plan(state, out)
@@ -1044,7 +1070,7 @@ def _gap_searches(state: RunState, judged: Answerability) -> tuple[str, ...]:
 def _write(state: RunState, ids: tuple[str, ...], out: list[Command],
            errors: tuple[ClaimError, ...] = ()) -> _Step:
     attempt = state.write_attempt + 1
-    mode: Literal["answer", "finalize", "repair"] = "repair" if errors else state.write_mode
+    mode: WriteMode = "repair" if errors else state.write_mode
     conflicts = state.conflicts
     if not errors:  # disagreements among the writer's evidence are announced once
         events, conflicts = conflicts_for_answer(state.question, state.evidence, ids,

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from actors.text import content_terms, split_sentences
+from actors.text import CAPITALISED_NAME, content_terms, split_sentences
 from streams import EvidenceChunk, KeyPoint
 
 __all__ = ["MAX_POINTS", "POINT_WORDS", "KeyPoint", "compress_round", "point_chunks",
@@ -35,10 +35,6 @@ _DATE = re.compile(
     rf"|{_MONTHS}\s+\d{{3,4}}|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}})\b"
 )
 _NUMBER = re.compile(r"(?<![\w.])[$€£]?\d[\d,.]*(?:\s*(?:%|percent|million|billion|thousand))?")
-_CAP = r"[A-Z\u00c0-\u00de][\w'\u2019.\-]*"
-_NAME = re.compile(
-    rf"{_CAP}(?:\s+(?:(?:of|the|for|de|del|da|du|la|le|von|van|der|di|y|and|N'|&)\s+)*{_CAP})*"
-)
 _SPACE = re.compile(r"\s+")
 
 
@@ -54,7 +50,7 @@ class _Sentence:
 def protected_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of dates, numbers and capitalised names: never cut inside one."""
     spans: list[tuple[int, int]] = []
-    for rx in (_DATE, _NUMBER, _NAME):
+    for rx in (_DATE, _NUMBER, CAPITALISED_NAME):
         for m in rx.finditer(text):
             s, e = m.start(), m.end()
             while e > s and text[e - 1] in ".,;:":

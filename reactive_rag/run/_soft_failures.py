@@ -29,13 +29,16 @@ from typing import Literal
 import numpy as np
 
 from actors.text import (
+    CAPITALISED_NAME,
     DEFAULT_RECENT_DAYS,
     STOPWORDS,
     AskedPeriod,
     asked_period,
     content_terms,
     hamming,
+    jaccard,
     simhash64,
+    split_sentences,
     stem,
     tokenize,
     url_host,
@@ -136,8 +139,6 @@ _NAV_WORDS = frozenset(
 )
 _SEPARATORS = re.compile(r"\s*(?:[|\u00b7\u2022\u203a\u00bb]|\s[>/]\s)\s*")
 _TERMINAL = re.compile(r"[.!?:;\"'\u201d)\]]\s*$")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_NAMES = re.compile(r"\b[A-Z][^\W\d_]+")
 _NUMBERS = re.compile(r"\d+(?:[.,]\d+)*")
 _STEM_MEMO: dict[str, str] = {}
 _STEM_MEMO_MAX = 200_000
@@ -443,7 +444,7 @@ def _boilerplate(text: str, n_words: int, counts: Counter[str]) -> str:
         if not present:
             long_lines.append(line)
             continue
-        for sentence in _SENTENCE_END.split(line):
+        for sentence in (line[s:e] for s, e in split_sentences(line)):
             low = sentence.lower()
             found = (_cues(sentence, tokenize(sentence), anchors)
                      if any(a in low for a in present) else set())
@@ -468,12 +469,10 @@ def _boilerplate(text: str, n_words: int, counts: Counter[str]) -> str:
             f"{prose_share:.0%} sentences")
 
 
-def _jaccard(a: set[str], b: set[str]) -> float:
-    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 def _names_and_numbers(text: str) -> tuple[set[str], set[str]]:
-    return set(_NAMES.findall(text)), set(_NUMBERS.findall(text))
+    return set(CAPITALISED_NAME.findall(text)), set(_NUMBERS.findall(text))
 
 
 def _mirror_groups(texts: Sequence[str], n_words: Sequence[int], hosts: Sequence[str],
@@ -502,8 +501,8 @@ def _mirror_groups(texts: Sequence[str], n_words: Sequence[int], hosts: Sequence
     def same_text(a: int, b: int) -> bool:
         # Near-identical by SimHash *and* by names and numbers: templated pages differ there.
         ka, kb = key(a), key(b)
-        return (_jaccard(ka[0], kb[0]) >= _MIRROR_NAMES
-                and _jaccard(ka[1], kb[1]) >= _MIRROR_NUMBERS)
+        return (jaccard(ka[0], kb[0]) >= _MIRROR_NAMES
+                and jaccard(ka[1], kb[1]) >= _MIRROR_NUMBERS)
 
     for a, b in zip(*np.nonzero(np.triu(near, 1)), strict=True):
         ra, rb = find(int(a)), find(int(b))

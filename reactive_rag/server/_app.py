@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
-import json
 import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
@@ -36,7 +34,8 @@ from .._engine import Engine, RunResult
 from ..agent import ChatEntailment
 from ..index import STDLIB_COLLECTION, CorpusIndex
 from ..store import LeaseKeeper, RunNotResumable, RunRecord, RunStore, SqliteRunStore
-from ._auth import Authenticator, Tenant
+from ..web import add_web_routes
+from ._auth import Authenticator
 from ._config import ServerConfig, TenantConfig
 from ._exceptions import ConfigError
 from ._feed import EventFeed
@@ -44,8 +43,22 @@ from ._models import RunRequest
 from ._openapi import openapi_document
 from ._problems import make_problem, problem_middleware, run_not_found
 from ._redact import RedactingAccessLogger, install_log_redaction
+from ._requests import (
+    AUTH_KEY,
+    CONFIG_KEY,
+    CORPUS_TASK_KEY,
+    ENGINE_KEY,
+    STORE_KEY,
+    TENANT_KEY,
+    json_body,
+    request_tenant,
+    run_links,
+    scoped_collections,
+)
 from ._runs import RunManager
+from ._sessions import SESSIONS_KEY, SessionManager, session_routes
 from ._sse import serve_sse
+from ._tasks import mount_tasks, task_openapi_paths
 from ._ws import check_handshake, serve_ws
 
 __all__ = [
@@ -65,20 +78,10 @@ __all__ = [
 
 log = logging.getLogger("reactive_rag.server")
 
-CONFIG_KEY = web.AppKey("config", ServerConfig)
-STORE_KEY = web.AppKey("store", RunStore)
-ENGINE_KEY = web.AppKey("engine", Engine)
 MANAGER_KEY = web.AppKey("manager", RunManager)
-AUTH_KEY = web.AppKey("auth", Authenticator)
 WEBSOCKETS_KEY = web.AppKey("websockets", set[web.WebSocketResponse])
 INTERRUPTED_KEY = web.AppKey("interrupted", list[str])
 LEASE_KEY = web.AppKey("lease", LeaseKeeper)
-CORPUS_TASK_KEY = web.AppKey("corpus_task", asyncio.Task[bool])
-OPENAPI_EXTRA_KEY = web.AppKey("openapi_extra", tuple[dict[str, Any], tuple[str, ...]])
-TENANT_KEY = web.RequestKey("tenant", Tenant)
-"""Where :func:`request_tenant` caches the caller on the request."""
-
-WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
 routes = web.RouteTableDef()
 
@@ -104,15 +107,6 @@ def make_store(target: str, *, read_only: bool = False, owner: str | None = None
                           lease_ttl_s=lease_ttl_s)
 
 
-def request_tenant(request: web.Request) -> Tenant:
-    """The authenticated caller of ``request`` (401 problem if none)."""
-    if TENANT_KEY in request:
-        return request[TENANT_KEY]
-    tenant = request.app[AUTH_KEY].authenticate(request)
-    request[TENANT_KEY] = tenant
-    return tenant
-
-
 # --- runs -----------------------------------------------------------------------------------
 
 
@@ -120,7 +114,7 @@ def request_tenant(request: web.Request) -> Tenant:
 async def start_run(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
     config = request.app[CONFIG_KEY]
-    body = await _json_body(request, config.max_body_bytes)
+    body = await json_body(request, config.max_body_bytes)
     try:
         run = RunRequest.model_validate(body)
     except ValidationError as exc:
@@ -128,42 +122,12 @@ async def start_run(request: web.Request) -> web.Response:
         where = ".".join(str(p) for p in err.get("loc", ()))
         raise make_problem(422, "validation_failed", f"{where or 'body'}: {err['msg']}"[:300],
                            field=where or None) from None
-    collections = _scoped_collections(request, tenant, run.collections)
+    collections = scoped_collections(request, tenant, run.collections)
     manager = request.app[MANAGER_KEY]
     run_id = await manager.start(tenant, run.question, mode=run.mode, collections=collections,
                                  budget=run.budget)
-    return web.json_response({"run_id": run_id, "links": _links(run_id)}, status=201,
+    return web.json_response({"run_id": run_id, "links": run_links(run_id)}, status=201,
                              headers={"Location": f"/v1/runs/{run_id}"})
-
-
-def _scoped_collections(request: web.Request, tenant: Tenant,
-                        requested: list[str] | None) -> tuple[str, ...]:
-    """The request's collections, all of which the tenant may use and that exist."""
-    config = request.app[CONFIG_KEY]
-    index = request.app[ENGINE_KEY].index
-    if requested is None:
-        chosen = tuple(c for c in config.default_collections if tenant.allows(c))
-        if not chosen:
-            raise make_problem(422, "validation_failed", "collections: name at least one "
-                               "collection you may search", field="collections")
-    else:
-        chosen = tuple(dict.fromkeys(requested))
-        if not chosen:
-            raise make_problem(422, "validation_failed", "collections: empty",
-                               field="collections")
-    for name in chosen:
-        if not tenant.allows(name):  # same answer whether it exists or not
-            raise make_problem(403, "collection_forbidden",
-                               f"you may not search collection {name!r}", field="collections")
-    for name in chosen:
-        if not index.exists(name):
-            building = request.app.get(CORPUS_TASK_KEY)
-            if building is not None and not building.done():
-                raise make_problem(503, "not_ready", "the default corpus is being indexed",
-                                   headers={"Retry-After": "5"})
-            raise make_problem(422, "run_config", f"collection {name!r} is not indexed",
-                               field="collections")
-    return chosen
 
 
 @routes.get("/v1/runs")
@@ -225,7 +189,7 @@ async def resume_run(request: web.Request) -> web.Response:
     except RunNotResumable as exc:
         raise make_problem(409, "run_not_resumable", f"the run is {exc.status}: only an "
                            "interrupted run can be resumed") from None
-    return web.json_response({"run_id": run_id, "resumed": True, "links": _links(run_id)},
+    return web.json_response({"run_id": run_id, "resumed": True, "links": run_links(run_id)},
                              status=202)
 
 
@@ -298,21 +262,12 @@ async def readyz(request: web.Request) -> web.Response:
 
 @routes.get("/v1/openapi.json")
 async def openapi(request: web.Request) -> web.Response:
-    extra = request.app.get(OPENAPI_EXTRA_KEY)
     open_mode = request.app[CONFIG_KEY].open_mode
-    if extra is None:
-        return web.json_response(openapi_document(open_mode=open_mode))
-    return web.json_response(openapi_document(extra_paths=extra[0], extra_codes=extra[1],
+    return web.json_response(openapi_document(extra_paths=task_openapi_paths(),
                                               open_mode=open_mode))
 
 
 # --- helpers --------------------------------------------------------------------------------
-
-
-def _links(run_id: str) -> dict[str, str]:
-    base = f"/v1/runs/{run_id}"
-    return {"self": base, "events": f"{base}/events", "ws": f"{base}/ws",
-            "cancel": f"{base}/cancel"}
 
 
 def _summary(record: RunRecord) -> dict[str, Any]:
@@ -325,7 +280,7 @@ def _summary(record: RunRecord) -> dict[str, Any]:
         "created": record.created_at,
         "updated": record.updated_at,
         "last_seq": record.last_seq,
-        "links": _links(record.run_id),
+        "links": run_links(record.run_id),
     }
 
 
@@ -362,32 +317,6 @@ def _after(request: web.Request) -> int:
                                field=name)
         after = int(raw)
     return after
-
-
-async def _json_body(request: web.Request, limit: int) -> Any:
-    if request.content_length is not None and request.content_length > limit:
-        raise make_problem(413, "body_too_large", f"at most {limit} bytes")
-    ctype = request.headers.get("Content-Type", "application/json")
-    if ctype.split(";")[0].strip().lower() not in ("application/json", ""):
-        raise make_problem(415, "unsupported_media_type")
-    data = bytearray()
-    try:
-        async for chunk in request.content.iter_chunked(16384):
-            data.extend(chunk)
-            if len(data) > limit:
-                raise make_problem(413, "body_too_large", f"at most {limit} bytes")
-    except web.RequestPayloadError:  # e.g. a corrupt gzip body (Content-Encoding)
-        raise make_problem(400, "invalid_body",
-                           "the body could not be read (corrupt or wrongly encoded)") from None
-
-    def number(text: str) -> int | float:  # 3.0 is the integer 3 in JSON and JSON Schema
-        value = float(text)
-        return int(value) if value.is_integer() and abs(value) <= 2**53 else value
-
-    try:
-        return json.loads(bytes(data), parse_float=number)
-    except (ValueError, RecursionError):
-        raise make_problem(400, "invalid_json") from None
 
 
 # --- the application ------------------------------------------------------------------------
@@ -501,7 +430,6 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
     app[WEBSOCKETS_KEY] = set()
     app[INTERRUPTED_KEY] = []
     app.add_routes(routes)
-    from ._sessions import session_routes  # (it imports this module: added late)
     app.add_routes(session_routes)
     _mount_extras(app)
     install_log_redaction()
@@ -541,7 +469,6 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
         app[MANAGER_KEY] = manager
-        from ._sessions import SESSIONS_KEY, SessionManager
         sessions = app[SESSIONS_KEY] = SessionManager.for_config(run_store, manager, config).start()
         if config.resume_interrupted and interrupted:
             resumed = await manager.resume_all(interrupted, app[AUTH_KEY].tenant)
@@ -600,32 +527,6 @@ async def _close_websockets(app: web.Application) -> None:
 
 
 def _mount_extras(app: web.Application) -> None:
-    """The web page (static files) and the background-task routes, when installed."""
-    try:
-        web_page: Any = importlib.import_module("reactive_rag.web")
-    except ImportError:
-        web_page = None
-    if web_page is not None and callable(getattr(web_page, "add_web_routes", None)):
-        web_page.add_web_routes(app)
-    elif (WEB_DIR / "index.html").is_file():
-        index_html = WEB_DIR / "index.html"
-
-        async def page(request: web.Request) -> web.FileResponse:
-            return web.FileResponse(index_html)
-
-        app.router.add_get("/", page)
-        app.router.add_static("/web/", WEB_DIR, append_version=False)
-    try:
-        tasks: Any = importlib.import_module("reactive_rag.tasks")
-    except ImportError:
-        return
-    setup = getattr(tasks, "setup_routes", None)
-    if callable(setup):
-        setup(app)
-    elif isinstance(getattr(tasks, "routes", None), web.RouteTableDef):
-        app.add_routes(tasks.routes)
-    else:
-        return
-    paths = getattr(tasks, "openapi_paths", None)
-    codes = getattr(tasks, "TASK_PROBLEM_CODES", {})
-    app[OPENAPI_EXTRA_KEY] = (dict(paths()) if callable(paths) else {}, tuple(codes))
+    """The web page (static files) and the background-task routes."""
+    add_web_routes(app)
+    mount_tasks(app)

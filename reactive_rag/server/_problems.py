@@ -53,6 +53,8 @@ PROBLEM_CODES: dict[str, str] = {
     "session_not_found": "No such session",
     "session_busy": "The session's previous run is still going",
     "collection_forbidden": "Collection not allowed",
+    "document_not_found": "No such document",
+    "task_not_found": "No such task",
     "invalid_json": "The request body is not valid JSON",
     "invalid_body": "The request body could not be read (a corrupt compression)",
     "validation_failed": "The request is invalid",

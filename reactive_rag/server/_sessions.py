@@ -32,18 +32,18 @@ from streams import Event
 from .._engine import RunHandle, RunResult
 from ..conversation import PreparedTurn, SessionState, prepare_turn, record_turn
 from ..store import RunStore, SessionNotFound, StoreError, session_id_ok
-from ._app import (
-    CONFIG_KEY,
-    STORE_KEY,
-    _json_body,
-    _links,
-    _scoped_collections,
-    request_tenant,
-)
 from ._auth import Tenant
 from ._config import SESSION_TTL_CAP_S, ServerConfig
 from ._models import RunRequest
 from ._problems import make_problem, session_not_found
+from ._requests import (
+    CONFIG_KEY,
+    STORE_KEY,
+    json_body,
+    request_tenant,
+    run_links,
+    scoped_collections,
+)
 from ._runs import RunManager
 
 __all__ = ["SESSIONS_KEY", "SessionManager", "SessionRequest", "session_routes"]
@@ -291,7 +291,7 @@ def _validated(model: type[BaseModel], body: Any) -> Any:
 async def create_session(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
     config = request.app[CONFIG_KEY]
-    body = await _json_body(request, config.max_body_bytes) if request.body_exists else {}
+    body = await json_body(request, config.max_body_bytes) if request.body_exists else {}
     asked = cast(SessionRequest, _validated(SessionRequest, body))
     ttl_s = min(float(asked.ttl_s or config.session_ttl_s), config.session_max_ttl_s)
     session_id = uuid.uuid4().hex
@@ -341,16 +341,16 @@ async def start_session_run(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
     session_id = _session_id(request)
     config = request.app[CONFIG_KEY]
-    body = await _json_body(request, config.max_body_bytes)
+    body = await json_body(request, config.max_body_bytes)
     run = cast(RunRequest, _validated(RunRequest, body))
     sessions = request.app[SESSIONS_KEY]
     store = request.app[STORE_KEY]
     await store.get_session(session_id, tenant.name)  # 404 first; a use: slides the TTL
-    collections = _scoped_collections(request, tenant, run.collections)
+    collections = scoped_collections(request, tenant, run.collections)
     await sessions.settle(session_id)
     run_id, prepared = await sessions.start_turn(tenant, session_id, run, collections)
     return web.json_response(
         {"run_id": run_id, "session_id": session_id, "question": prepared.question,
-         "standalone": prepared.standalone, "links": _links(run_id)},
+         "standalone": prepared.standalone, "links": run_links(run_id)},
         status=201, headers={"Location": f"/v1/runs/{run_id}"})
 

@@ -22,9 +22,13 @@ from ._feed import EventFeed
 __all__ = ["format_event", "serve_sse"]
 
 
-def format_event(event: Event) -> bytes:
-    """One SSE message for ``event`` (the JSON never contains a raw newline)."""
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {encode_json(event)}\n\n".encode()
+def format_event(event: Event, *, event_id: str | None = None) -> bytes:
+    """One SSE message for ``event`` (the JSON never contains a raw newline).
+
+    ``event_id``: the message's ``id`` (default: the event's ``seq``).
+    """
+    sse_id = event.seq if event_id is None else event_id
+    return f"id: {sse_id}\nevent: {event.type}\ndata: {encode_json(event)}\n\n".encode()
 
 
 async def serve_sse(request: web.Request, feed: EventFeed, *, keepalive_s: float,

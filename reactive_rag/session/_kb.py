@@ -17,6 +17,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
 
+from actors.rerank import round_robin
 from actors.scrape import ScrapedPage, page_doc_id
 from actors.text import chunk_text
 from streams import EvidenceChunk, Hit, PageScraped
@@ -31,27 +32,15 @@ def pick_round_robin(ranked: Sequence[EvidenceChunk], k: int,
                      max_per_url: int | None = None) -> list[EvidenceChunk]:
     """Take ``k`` passages from a best-first list, one URL at a time.
 
-    URLs take turns in the order of their best passage; in each turn a URL
-    gives its next-best passage. ``max_per_url`` caps any URL outright.
+    :func:`actors.rerank.round_robin` keyed by URL (else document, else chunk id):
+    URLs take turns in the order of their best passage; in each turn a URL gives
+    its next-best passage. ``max_per_url`` caps any URL outright.
     """
-    groups: dict[str, list[EvidenceChunk]] = {}
-    for c in ranked:
-        groups.setdefault(c.url or c.doc_id or c.id, []).append(c)
-    cap = max_per_url if max_per_url is not None else len(ranked)
-    out: list[EvidenceChunk] = []
-    turn = 0
-    while len(out) < k and turn < cap:
-        took = False
-        for items in groups.values():
-            if turn < len(items):
-                out.append(items[turn])
-                took = True
-                if len(out) == k:
-                    break
-        if not took:
-            break
-        turn += 1
-    return out
+    return round_robin(ranked, k, _url_of, max_per_url)
+
+
+def _url_of(chunk: EvidenceChunk) -> str:
+    return chunk.url or chunk.doc_id or chunk.id
 
 
 class SessionKnowledgeBase:

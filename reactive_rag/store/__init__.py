@@ -6,7 +6,8 @@ one from any ``seq`` with no gap and no duplicate. Each writing store is an
 owner with a lease (renewed by a :class:`LeaseKeeper`); runs of owners whose
 lease expired are marked interrupted by the others, and can be reopened.
 Conversation sessions (:class:`SessionRecord`, opaque JSON with a sliding TTL)
-are kept beside the runs.
+are kept beside the runs, and so are background tasks (:class:`TaskStore`, part
+of :class:`RunStore`; ``_tasks_sqlite``/``_tasks_redis`` hold its two implementations).
 
 :class:`RedisRunStore` is imported on first use, so the ``redis`` package is
 only needed by those who use it.
@@ -44,6 +45,7 @@ from ._protocol import (
     RunStore,
     SessionRecord,
     TaskStatus,
+    TaskStore,
     TaskUpdate,
 )
 from ._recorder import Recorder, RecorderStats
@@ -84,6 +86,7 @@ __all__ = [
     "TaskExists",
     "TaskNotFound",
     "TaskStatus",
+    "TaskStore",
     "TaskUpdate",
     "default_owner",
     "session_id_ok",

@@ -1,4 +1,4 @@
-"""The run-store contract: records, pages, background tasks and the ``RunStore`` protocol.
+"""The run-store contract: records, pages, background tasks, ``RunStore`` and ``TaskStore``.
 
 A store keeps runs (who asked what, status, outcome) and every event of each
 run in ``seq`` order, so a run can be replayed after the fact or attached to
@@ -26,6 +26,7 @@ __all__ = [
     "RunStore",
     "SessionRecord",
     "TaskStatus",
+    "TaskStore",
     "TaskUpdate",
 ]
 
@@ -135,7 +136,36 @@ class SessionRecord:
 
 
 @runtime_checkable
-class RunStore(Protocol):
+class TaskStore(Protocol):
+    """Durable background tasks (:class:`BackgroundTask`): what a task runner needs.
+
+    Both run stores implement it (``_tasks_sqlite``, ``_tasks_redis``), with the
+    same open/closed, unavailable and read-only errors as their runs.
+    """
+
+    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
+        """Persist a new background task (timestamps are set by the store)."""
+        ...
+
+    async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
+        """Apply ``update`` and return the task.
+
+        Raises:
+            TaskNotFound, TaskAlreadyFinished.
+        """
+        ...
+
+    async def get_task(self, task_id: str, tenant: str | None = None) -> BackgroundTask:
+        """One task, scoped to ``tenant``; raises TaskNotFound."""
+        ...
+
+    async def list_unfinished_tasks(self) -> list[BackgroundTask]:
+        """Pending and running tasks, oldest first (what a restarted runner resumes)."""
+        ...
+
+
+@runtime_checkable
+class RunStore(TaskStore, Protocol):
     """Durable runs and their event logs.
 
     Every method raises :class:`~reactive_rag.store.StoreClosed` before
@@ -293,26 +323,6 @@ class RunStore(Protocol):
 
     async def mark_interrupted(self) -> list[str]:
         """Mark this owner's ``running`` runs ``interrupted`` (outcome too); return their ids."""
-        ...
-
-    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
-        """Persist a new background task (timestamps are set by the store)."""
-        ...
-
-    async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
-        """Apply ``update`` and return the task.
-
-        Raises:
-            TaskNotFound, TaskAlreadyFinished.
-        """
-        ...
-
-    async def get_task(self, task_id: str, tenant: str | None = None) -> BackgroundTask:
-        """One task, scoped to ``tenant``; raises TaskNotFound."""
-        ...
-
-    async def list_unfinished_tasks(self) -> list[BackgroundTask]:
-        """Pending and running tasks, oldest first (what a restarted runner resumes)."""
         ...
 
     async def create_session(self, session_id: str, tenant: str, data: dict[str, JsonValue],

@@ -24,7 +24,7 @@ Keys (under ``prefix``)::
     lease:<owner>     string: when that owner's lease expires (Unix microseconds,
                       by the writers' clocks); the key's own PX expiry, twice the
                       TTL, only cleans up after owners that are gone
-    task:<id>         hash: a background task
+    task:<id>         hash: a background task (see ``_tasks_redis``)
     tasks:unfinished  sorted set by creation time: pending/running task ids
     session:<id>      hash: tenant, data (JSON), ttl_us, created_us, updated_us,
                       expires_us (by the writers' clocks); its own PEXPIRE is the TTL,
@@ -45,14 +45,11 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import redis.asyncio as aioredis
 from pydantic import JsonValue
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from streams import DecodeError, Event, Outcome, RunFinished, decode_msgpack, encode_msgpack
 
@@ -77,22 +74,17 @@ from ._exceptions import (
     SessionNotFound,
     StoreCorrupt,
     StoreError,
-    StoreUnavailable,
-    TaskAlreadyFinished,
-    TaskExists,
-    TaskNotFound,
 )
 from ._protocol import (
-    BackgroundTask,
     RunMeta,
     RunPage,
     RunRecord,
     RunStatus,
     SessionRecord,
-    TaskStatus,
-    TaskUpdate,
 )
+from ._redis_common import text_field, translated
 from ._sqlite import INTERRUPTED_REASON
+from ._tasks_redis import RedisTaskTable
 
 __all__ = ["RedisRunStore"]
 
@@ -202,33 +194,6 @@ if expires and tonumber(expires) > tonumber(ARGV[2]) then return 0 end
 return redis.call('SREM', KEYS[1], ARGV[1])
 """
 
-# KEYS: task hash, unfinished zset. ARGV: task id, now_us, unfinished ('1'/'0'),
-# then field/value pairs. Returns 1, or 0 when the id is taken.
-_CREATE_TASK = """
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-if ARGV[3] == '1' then redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1]) end
-return 1
-"""
-
-# KEYS: task hash, unfinished zset. ARGV: task id, now_us, new status ('' = keep),
-# then field/value pairs. Returns 1, -1 (no task) or -2 (already final).
-_UPDATE_TASK = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return -1 end
-if status == 'done' or status == 'failed' or status == 'cancelled' then return -2 end
-for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('HSET', KEYS[1], 'updated_us', ARGV[2])
-local new = ARGV[3]
-if new ~= '' then
-  redis.call('HSET', KEYS[1], 'status', new)
-  if new == 'done' or new == 'failed' or new == 'cancelled' then
-    redis.call('ZREM', KEYS[2], ARGV[1])
-  end
-end
-return 1
-"""
-
 # Sessions. Times are integers in microseconds passed as strings; Lua numbers are
 # doubles (exact below 2^53) and are written back with %.0f, never tostring.
 # KEYS: session hash, sessions zset. ARGV: id, tenant, data, ttl_us, now_us, expires_us,
@@ -294,26 +259,12 @@ return 1
 """
 
 
-@contextlib.contextmanager
-def _translated() -> Iterator[None]:
-    try:
-        yield
-    except (RedisConnectionError, RedisTimeoutError) as exc:
-        raise StoreUnavailable(f"Redis: {exc}") from exc
-    except RedisError as exc:
-        raise StoreError(f"Redis: {exc}") from exc
-
-
 def _glob_escape(text: str) -> str:
     """``text`` matched literally by a Redis ``SCAN MATCH`` pattern."""
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
-def _text(fields: dict[bytes, bytes], name: str) -> str:
-    return fields[name.encode()].decode()
-
-
-class RedisRunStore(StoreBase):
+class RedisRunStore(RedisTaskTable, StoreBase):
     """Runs and events in Redis (hashes, streams, sorted sets).
 
     Args:
@@ -365,7 +316,7 @@ class RedisRunStore(StoreBase):
         followers = aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
             self.url, max_connections=self._max_followers, timeout=None))
         try:
-            with _translated():
+            with translated():
                 await client.ping()
         except BaseException:
             await client.aclose()
@@ -375,8 +326,7 @@ class RedisRunStore(StoreBase):
         self._create = client.register_script(_CREATE)
         self._append = client.register_script(_APPEND)
         self._finish = client.register_script(_FINISH)
-        self._update_task = client.register_script(_UPDATE_TASK)
-        self._create_task = client.register_script(_CREATE_TASK)
+        self._register_task_scripts(client)
         self._interrupt = client.register_script(_INTERRUPT)
         self._reopen = client.register_script(_REOPEN)
         self._forget_owner = client.register_script(_FORGET_OWNER)
@@ -394,7 +344,7 @@ class RedisRunStore(StoreBase):
         """Delete this owner's lease (best effort), close the connection pools; idempotent."""
         if self._is_open and not self.read_only and self._client is not None:
             # Tidiness only (the lease expires anyway): never hold a shutdown up for it.
-            with contextlib.suppress(StoreError, TimeoutError), _translated():
+            with contextlib.suppress(StoreError, TimeoutError), translated():
                 async with asyncio.timeout(2.0):
                     await self._client.delete(self._lease_key(self.owner))
         self._is_open = False
@@ -417,9 +367,6 @@ class RedisRunStore(StoreBase):
 
     def _ev_key(self, run_id: str) -> str:
         return f"{self.prefix}ev:{run_id}"
-
-    def _task_key(self, task_id: str) -> str:
-        return f"{self.prefix}task:{task_id}"
 
     def _lease_key(self, owner: str) -> str:
         return f"{self.prefix}lease:{owner}"
@@ -448,7 +395,7 @@ class RedisRunStore(StoreBase):
         now = self._now_us()
         cursor = make_cursor(now, meta.run_id)
         self._check_open()
-        with _translated():
+        with translated():
             created = await self._create(
                 keys=[
                     self._run_key(meta.run_id),
@@ -485,7 +432,7 @@ class RedisRunStore(StoreBase):
         args: list[Any] = [self.prefix, run_id, self._now_us(), status, outcome, self.owner]
         for event in events:
             args.extend((event.seq, encode_msgpack(event)))
-        with _translated():
+        with translated():
             code, last = await self._append(
                 keys=[self._run_key(run_id), self._ev_key(run_id)], args=args
             )
@@ -506,7 +453,7 @@ class RedisRunStore(StoreBase):
         """Close a running run with ``outcome`` (no event); False if already closed."""
         self._writable()
         self._check_open()
-        with _translated():
+        with translated():
             code = await self._finish(
                 keys=[self._run_key(run_id)],
                 args=[self.prefix, run_id, self._now_us(), outcome],
@@ -522,19 +469,19 @@ class RedisRunStore(StoreBase):
 
     async def _interrupt_owner(self, owner: str, *, require_expired: bool) -> list[str]:
         """Interrupt ``owner``'s running runs, one script per run (status checked inside)."""
-        with _translated():
+        with translated():
             members = await self._redis.smembers(self._running_key(owner))
         marked = []
         for raw in sorted(members):
             run_id = raw.decode()
             for _attempt in range(10):
-                with _translated():
+                with translated():
                     last = await self._redis.hget(self._run_key(run_id), "last_seq")
                 terminal = RunFinished(
                     outcome="interrupted", reason=INTERRUPTED_REASON, run_id=run_id,
                     seq=int(last or 0) + 1, ts=self._clock(), actor="store",
                 )
-                with _translated():
+                with translated():
                     code = await self._interrupt(
                         keys=[self._run_key(run_id), self._ev_key(run_id),
                               self._lease_key(owner)],
@@ -554,7 +501,7 @@ class RedisRunStore(StoreBase):
         """Write or renew this owner's lease key, ``lease_ttl_s`` from now."""
         self._writable()
         expires = self._now_us() + int(self.lease_ttl_s * 1_000_000)
-        with _translated():
+        with translated():
             await self._redis.set(self._lease_key(self.owner), expires,
                                   px=max(1, math.ceil(self.lease_ttl_s * 2000)))
 
@@ -567,7 +514,7 @@ class RedisRunStore(StoreBase):
 
     async def _recover_expired(self, *, scan: bool) -> list[str]:
         """Sweep the ``owners`` set (and, with ``scan``, every ``running:*`` key too)."""
-        with _translated():
+        with translated():
             owners = {raw.decode() for raw in await self._redis.smembers(self._owners_key)}
             if scan:  # runs written before the owners set existed
                 pattern = _glob_escape(f"{self.prefix}running:") + "*"
@@ -577,12 +524,12 @@ class RedisRunStore(StoreBase):
         owners.discard(self.owner)
         recovered: list[str] = []
         for owner in sorted(owners):
-            with _translated():
+            with translated():
                 expires = await self._redis.get(self._lease_key(owner))
             if expires is not None and int(expires) > self._now_us():
                 continue  # alive (checked again, atomically, per run)
             recovered += await self._interrupt_owner(owner, require_expired=True)
-            with _translated():
+            with translated():
                 await self._forget_owner(
                     keys=[self._owners_key, self._running_key(owner), self._lease_key(owner)],
                     args=[owner, self._now_us()],
@@ -593,7 +540,7 @@ class RedisRunStore(StoreBase):
         """An ``interrupted`` run becomes ``running`` again under this owner (one script)."""
         self._writable()
         self._check_open()
-        with _translated():
+        with translated():
             reply = await self._reopen(
                 keys=[self._run_key(run_id), self._owners_key],
                 args=[self.prefix, run_id, self._now_us(), self.owner, tenant or ""],
@@ -607,13 +554,13 @@ class RedisRunStore(StoreBase):
 
     def _record(self, run_id: str, fields: dict[bytes, bytes]) -> RunRecord:
         created_us = int(fields[b"created_us"])
-        outcome = _text(fields, "outcome") or None
+        outcome = text_field(fields, "outcome") or None
         return RunRecord(
             run_id=run_id,
-            tenant=_text(fields, "tenant"),
-            question=_text(fields, "question"),
-            mode=_text(fields, "mode"),
-            status=cast(RunStatus, _text(fields, "status")),
+            tenant=text_field(fields, "tenant"),
+            question=text_field(fields, "question"),
+            mode=text_field(fields, "mode"),
+            status=cast(RunStatus, text_field(fields, "status")),
             outcome=cast(Outcome | None, outcome),
             created_at=created_us / 1e6,
             updated_at=int(fields[b"updated_us"]) / 1e6,
@@ -623,9 +570,9 @@ class RedisRunStore(StoreBase):
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord:
         """One run, scoped to ``tenant`` (another tenant's id raises RunNotFound)."""
-        with _translated():
+        with translated():
             fields = await self._redis.hgetall(self._run_key(run_id))
-        if not fields or (tenant is not None and _text(fields, "tenant") != tenant):
+        if not fields or (tenant is not None and text_field(fields, "tenant") != tenant):
             raise RunNotFound(run_id)
         return self._record(run_id, fields)
 
@@ -638,7 +585,7 @@ class RedisRunStore(StoreBase):
         if before is not None:
             parse_cursor(before)
         top = "+" if before is None else "(" + before
-        with _translated():
+        with translated():
             members = await self._redis.execute_command(
                 "ZRANGE", f"{self.prefix}tenant:{tenant}", top, "-", "BYLEX", "REV",
                 "LIMIT", 0, limit + 1,
@@ -667,7 +614,7 @@ class RedisRunStore(StoreBase):
         return events
 
     async def _fetch(self, run_id: str, after_seq: int, limit: int) -> list[Event]:
-        with _translated():
+        with translated():
             entries = await self._redis.xrange(
                 self._ev_key(run_id), min=f"0-{after_seq + 1}", max="+", count=limit
             )
@@ -676,7 +623,7 @@ class RedisRunStore(StoreBase):
     async def _follow(self, run_id: str, after_seq: int) -> list[Event]:
         self._check_open()
         assert self._followers is not None
-        with _translated():
+        with translated():
             reply = await self._followers.xread(
                 {self._ev_key(run_id): f"0-{after_seq}"}, count=PAGE, block=self._block_ms
             )
@@ -686,103 +633,11 @@ class RedisRunStore(StoreBase):
         return self._decode(run_id, entries)
 
     async def _status(self, run_id: str) -> RunStatus:
-        with _translated():
+        with translated():
             status = await self._redis.hget(self._run_key(run_id), "status")
         if status is None:
             raise RunNotFound(run_id)
         return cast(RunStatus, status.decode())
-
-    # --- background tasks ------------------------------------------------------------------------
-
-    def _task(self, task_id: str, fields: dict[bytes, bytes]) -> BackgroundTask:
-        def opt(name: str) -> str | None:
-            value = fields.get(name.encode(), b"")
-            return value.decode() if value else None
-
-        result = opt("result")
-        return BackgroundTask(
-            task_id=task_id,
-            tenant=_text(fields, "tenant"),
-            kind=_text(fields, "kind"),
-            run_id=opt("run_id"),
-            doc_id=opt("doc_id"),
-            status=TaskStatus(_text(fields, "status")),
-            progress=float(fields[b"progress"]),
-            params=json.loads(fields[b"params"]),
-            result=None if result is None else json.loads(result),
-            error=opt("error"),
-            created_at=int(fields[b"created_us"]) / 1e6,
-            updated_at=int(fields[b"updated_us"]) / 1e6,
-        )
-
-    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
-        """Persist a new task; ``created_at``/``updated_at`` are set here."""
-        self._writable()
-        if not task.task_id or not task.tenant or not task.kind:
-            raise ValueError("a task needs a non-empty task_id, tenant and kind")
-        now = self._now_us()
-        fields: list[Any] = [
-            "tenant", task.tenant, "kind", task.kind, "run_id", task.run_id or "",
-            "doc_id", task.doc_id or "", "status", task.status.value,
-            "progress", task.progress, "params", json.dumps(task.params),
-            "result", "" if task.result is None else json.dumps(task.result),
-            "error", task.error or "", "created_us", now, "updated_us", now,
-        ]
-        self._check_open()
-        with _translated():
-            created = await self._create_task(
-                keys=[self._task_key(task.task_id), f"{self.prefix}tasks:unfinished"],
-                args=[task.task_id, now, "0" if task.status.final else "1", *fields],
-            )
-        if not created:
-            raise TaskExists(f"task {task.task_id!r} already exists")
-        return await self.get_task(task.task_id)
-
-    async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
-        """Apply ``update``; a task in a final status raises TaskAlreadyFinished."""
-        self._writable()
-        if update.progress is not None and not 0.0 <= update.progress <= 1.0:
-            raise ValueError("progress must be within [0, 1]")
-        args: list[Any] = [
-            task_id, self._now_us(), "" if update.status is None else update.status.value
-        ]
-        if update.progress is not None:
-            args += ["progress", update.progress]
-        if update.result is not None:
-            args += ["result", json.dumps(update.result)]
-        if update.error is not None:
-            args += ["error", update.error]
-        self._check_open()
-        with _translated():
-            code = await self._update_task(
-                keys=[self._task_key(task_id), f"{self.prefix}tasks:unfinished"], args=args
-            )
-        if code == -1:
-            raise TaskNotFound(task_id)
-        if code == -2:
-            raise TaskAlreadyFinished(f"task {task_id!r} is already final")
-        return await self.get_task(task_id)
-
-    async def get_task(self, task_id: str, tenant: str | None = None) -> BackgroundTask:
-        """One task, scoped to ``tenant``."""
-        with _translated():
-            fields = await self._redis.hgetall(self._task_key(task_id))
-        if not fields or (tenant is not None and _text(fields, "tenant") != tenant):
-            raise TaskNotFound(task_id)
-        return self._task(task_id, fields)
-
-    async def list_unfinished_tasks(self) -> list[BackgroundTask]:
-        """Pending and running tasks, oldest first."""
-        with _translated():
-            ids = await self._redis.zrange(f"{self.prefix}tasks:unfinished", 0, -1)
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for raw in ids:
-                    pipe.hgetall(self._task_key(raw.decode()))
-                rows = await pipe.execute()
-        return [
-            self._task(raw.decode(), fields) for raw, fields in zip(ids, rows, strict=True)
-            if fields
-        ]
 
     # --- conversation sessions -------------------------------------------------------------
 
@@ -791,7 +646,7 @@ class RedisRunStore(StoreBase):
             data = json.loads(fields[b"data"])
             return SessionRecord(
                 session_id=session_id,
-                tenant=_text(fields, "tenant"),
+                tenant=text_field(fields, "tenant"),
                 data=data,
                 ttl_s=int(fields[b"ttl_us"]) / 1e6,
                 created_at=int(fields[b"created_us"]) / 1e6,
@@ -808,7 +663,7 @@ class RedisRunStore(StoreBase):
         ttl_us, text = new_session_args(session_id, tenant, data, ttl_s)
         now = self._now_us()
         self._check_open()
-        with _translated():
+        with translated():
             created = await self._create_session(
                 keys=[self._session_key(session_id), self._sessions_key],
                 args=[session_id, tenant, text, ttl_us, now, now + ttl_us,
@@ -822,7 +677,7 @@ class RedisRunStore(StoreBase):
 
     async def _use(self, session_id: str, tenant: str | None, text: str) -> SessionRecord:
         self._check_open()
-        with _translated():
+        with translated():
             reply = await self._use_session(
                 keys=[self._session_key(session_id), self._sessions_key],
                 args=[session_id, tenant or "", self._now_us(), text],
@@ -840,9 +695,9 @@ class RedisRunStore(StoreBase):
             raise SessionNotFound(session_id)
         if touch and not self.read_only:
             return await self._use(session_id, tenant, "")
-        with _translated():
+        with translated():
             fields = await self._redis.hgetall(self._session_key(session_id))
-        if not fields or (tenant is not None and _text(fields, "tenant") != tenant):
+        if not fields or (tenant is not None and text_field(fields, "tenant") != tenant):
             raise SessionNotFound(session_id)
         record = self._session(session_id, fields)
         if int(fields[b"expires_us"]) <= self._now_us():
@@ -864,7 +719,7 @@ class RedisRunStore(StoreBase):
         self._check_open()
         if not session_id_ok(session_id):
             return False
-        with _translated():
+        with translated():
             code = await self._delete_session(
                 keys=[self._session_key(session_id), self._sessions_key],
                 args=[session_id, tenant or "", self._now_us()],
@@ -877,12 +732,12 @@ class RedisRunStore(StoreBase):
             self._check_open()
             return []
         now = self._now_us()
-        with _translated():
+        with translated():
             due = await self._redis.zrangebyscore(self._sessions_key, "-inf", now)
         swept: list[str] = []
         for raw in sorted(due):
             session_id = raw.decode()
-            with _translated():
+            with translated():
                 code = await self._sweep_session(
                     keys=[self._session_key(session_id), self._sessions_key],
                     args=[session_id, now],

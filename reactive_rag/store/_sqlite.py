@@ -54,20 +54,16 @@ from ._exceptions import (
     StoreCorrupt,
     StoreError,
     StoreUnavailable,
-    TaskAlreadyFinished,
-    TaskExists,
-    TaskNotFound,
 )
 from ._protocol import (
-    BackgroundTask,
     RunMeta,
     RunPage,
     RunRecord,
     RunStatus,
     SessionRecord,
-    TaskStatus,
-    TaskUpdate,
 )
+from ._sqlite_common import transaction
+from ._tasks_sqlite import TASKS_SCHEMA, SqliteTaskTable
 
 __all__ = ["SqliteRunStore"]
 
@@ -97,23 +93,7 @@ CREATE TABLE IF NOT EXISTS events (
     data   BLOB NOT NULL,
     PRIMARY KEY (run_id, seq)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS tasks (
-    task_id    TEXT PRIMARY KEY,
-    tenant     TEXT NOT NULL,
-    kind       TEXT NOT NULL,
-    run_id     TEXT,
-    doc_id     TEXT,
-    status     TEXT NOT NULL,
-    progress   REAL NOT NULL,
-    params     TEXT NOT NULL,
-    result     TEXT,
-    error      TEXT,
-    created_us INTEGER NOT NULL,
-    updated_us INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (created_us)
-    WHERE status IN ('pending', 'running');
-CREATE TABLE IF NOT EXISTS owners (
+""" + TASKS_SCHEMA + """CREATE TABLE IF NOT EXISTS owners (
     owner      TEXT PRIMARY KEY,
     expires_us INTEGER NOT NULL
 );
@@ -131,10 +111,6 @@ CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_us);
 
 _RUN_COLUMNS = (
     "run_id, tenant, question, mode, status, outcome, created_us, updated_us, last_seq"
-)
-_TASK_COLUMNS = (
-    "task_id, tenant, kind, run_id, doc_id, status, progress, params, result, error,"
-    " created_us, updated_us"
 )
 INTERRUPTED_REASON = "the process writing this run ended before the run finished"
 _SESSION_COLUMNS = "session_id, tenant, data, ttl_us, created_us, updated_us, expires_us"
@@ -175,38 +151,6 @@ def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
         updated_at=updated_us / 1e6,
         last_seq=last_seq,
         cursor=make_cursor(created_us, run_id),
-    )
-
-
-def _transaction(conn: sqlite3.Connection, fn: Callable[[], _T]) -> _T:
-    """``fn()`` inside one ``BEGIN IMMEDIATE`` transaction (rolled back if it raises)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn()
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:  # SQLITE_FULL and friends roll back by themselves
-            conn.execute("ROLLBACK")
-        raise
-    return result
-
-
-def _task_from_row(row: tuple[Any, ...]) -> BackgroundTask:
-    (task_id, tenant, kind, run_id, doc_id, status, progress, params, result, error,
-     created_us, updated_us) = row
-    return BackgroundTask(
-        task_id=task_id,
-        tenant=tenant,
-        kind=kind,
-        run_id=run_id,
-        doc_id=doc_id,
-        status=TaskStatus(status),
-        progress=progress,
-        params=json.loads(params),
-        result=None if result is None else json.loads(result),
-        error=error,
-        created_at=created_us / 1e6,
-        updated_at=updated_us / 1e6,
     )
 
 
@@ -271,7 +215,7 @@ class _Connection:
             self._executor.shutdown(wait=True)
 
 
-class SqliteRunStore(StoreBase):
+class SqliteRunStore(SqliteTaskTable, StoreBase):
     """Runs and events in one SQLite file (WAL); the default store.
 
     Args:
@@ -337,7 +281,7 @@ class SqliteRunStore(StoreBase):
             return []
         await self.heartbeat()
         now = self._now_us()
-        return await self._write(lambda conn: _transaction(conn, lambda: [
+        return await self._write(lambda conn: transaction(conn, lambda: [
             *self._interrupt_locked(conn, "owner = ?", (self.owner,), now),
             *self._interrupt_expired_locked(conn, now),
         ]))
@@ -432,7 +376,7 @@ class SqliteRunStore(StoreBase):
         batch = list(events)
 
         def do(conn: sqlite3.Connection) -> int:
-            return _transaction(conn, lambda: self._append_locked(conn, run_id, batch, now))
+            return transaction(conn, lambda: self._append_locked(conn, run_id, batch, now))
 
         return await self._write(do)
 
@@ -498,7 +442,7 @@ class SqliteRunStore(StoreBase):
         """Close this owner's ``running`` runs with a stored ``run.finished(interrupted)``."""
         self._writable()
         now = self._now_us()
-        return await self._write(lambda conn: _transaction(
+        return await self._write(lambda conn: transaction(
             conn, lambda: self._interrupt_locked(conn, "owner = ?", (self.owner,), now)))
 
     def _interrupt_locked(
@@ -571,7 +515,7 @@ class SqliteRunStore(StoreBase):
         if not await self._read(lambda conn: self._sweep_needed(conn, now)):
             return []  # the usual case: no write lock taken
         return await self._write(
-            lambda conn: _transaction(conn, lambda: self._interrupt_expired_locked(conn, now)))
+            lambda conn: transaction(conn, lambda: self._interrupt_expired_locked(conn, now)))
 
     async def reopen(self, run_id: str, tenant: str | None = None) -> RunRecord:
         """An ``interrupted`` run becomes ``running`` again under this owner (one transaction)."""
@@ -595,7 +539,7 @@ class SqliteRunStore(StoreBase):
                 f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone())
 
-        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
+        return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
 
     async def get_run(self, run_id: str, tenant: str | None = None) -> RunRecord:
         """One run, scoped to ``tenant`` (another tenant's id raises RunNotFound)."""
@@ -658,90 +602,6 @@ class SqliteRunStore(StoreBase):
 
         return await self._read(do)
 
-    # --- background tasks ------------------------------------------------------------------------
-
-    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
-        """Persist a new task; ``created_at``/``updated_at`` are set here."""
-        self._writable()
-        if not task.task_id or not task.tenant or not task.kind:
-            raise ValueError("a task needs a non-empty task_id, tenant and kind")
-        now = self._now_us()
-        params = json.dumps(task.params)
-        result = None if task.result is None else json.dumps(task.result)
-
-        def do(conn: sqlite3.Connection) -> BackgroundTask:
-            try:
-                conn.execute(
-                    f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (task.task_id, task.tenant, task.kind, task.run_id, task.doc_id,
-                     task.status.value, task.progress, params, result, task.error, now, now),
-                )
-            except sqlite3.IntegrityError as exc:
-                raise TaskExists(f"task {task.task_id!r} already exists") from exc
-            row = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task.task_id,)
-            ).fetchone()
-            return _task_from_row(row)
-
-        return await self._write(do)
-
-    async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
-        """Apply ``update``; a task in a final status raises TaskAlreadyFinished."""
-        self._writable()
-        if update.progress is not None and not 0.0 <= update.progress <= 1.0:
-            raise ValueError("progress must be within [0, 1]")
-        now = self._now_us()
-        result = None if update.result is None else json.dumps(update.result)
-
-        def do(conn: sqlite3.Connection) -> BackgroundTask:
-            def update_row() -> BackgroundTask:
-                row = conn.execute(
-                    "SELECT status FROM tasks WHERE task_id = ?", (task_id,)
-                ).fetchone()
-                if row is None:
-                    raise TaskNotFound(task_id)
-                if TaskStatus(row[0]).final:
-                    raise TaskAlreadyFinished(f"task {task_id!r} is already {row[0]}")
-                conn.execute(
-                    "UPDATE tasks SET status = COALESCE(?, status),"
-                    " progress = COALESCE(?, progress), result = COALESCE(?, result),"
-                    " error = COALESCE(?, error), updated_us = ? WHERE task_id = ?",
-                    (None if update.status is None else update.status.value, update.progress,
-                     result, update.error, now, task_id),
-                )
-                return _task_from_row(conn.execute(
-                    f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
-                ).fetchone())
-
-            return _transaction(conn, update_row)
-
-        return await self._write(do)
-
-    async def get_task(self, task_id: str, tenant: str | None = None) -> BackgroundTask:
-        """One task, scoped to ``tenant``."""
-
-        def do(conn: sqlite3.Connection) -> BackgroundTask:
-            row = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
-            ).fetchone()
-            if row is None or (tenant is not None and row[1] != tenant):
-                raise TaskNotFound(task_id)
-            return _task_from_row(row)
-
-        return await self._read(do)
-
-    async def list_unfinished_tasks(self) -> list[BackgroundTask]:
-        """Pending and running tasks, oldest first."""
-
-        def do(conn: sqlite3.Connection) -> list[BackgroundTask]:
-            rows = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE status IN ('pending', 'running')"
-                " ORDER BY created_us, task_id"
-            ).fetchall()
-            return [_task_from_row(row) for row in rows]
-
-        return await self._read(do)
-
     # --- conversation sessions -------------------------------------------------------------
 
     async def create_session(self, session_id: str, tenant: str, data: dict[str, JsonValue],
@@ -762,7 +622,7 @@ class SqliteRunStore(StoreBase):
                 raise SessionExists(f"session {session_id!r} already exists") from exc
             return _session_from_row(row)
 
-        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
+        return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
 
     @staticmethod
     def _live_session(conn: sqlite3.Connection, session_id: str, tenant: str | None,
@@ -800,7 +660,7 @@ class SqliteRunStore(StoreBase):
                          (expires, session_id))
             return _session_from_row((*row[:6], expires))
 
-        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
+        return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
 
     async def save_session(self, session_id: str, data: dict[str, JsonValue], *,
                            tenant: str | None = None) -> SessionRecord:
@@ -819,7 +679,7 @@ class SqliteRunStore(StoreBase):
                 " WHERE session_id = ?", (text, now, expires, session_id))
             return _session_from_row((session_id, row[1], text, row[3], row[4], now, expires))
 
-        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
+        return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
 
     async def delete_session(self, session_id: str, tenant: str | None = None) -> bool:
         """Delete a live session; False if none was visible."""
@@ -858,4 +718,4 @@ class SqliteRunStore(StoreBase):
 
         if not await self._read(needed):
             return []  # the usual case: no write lock taken
-        return await self._write(lambda conn: _transaction(conn, lambda: body(conn)))
+        return await self._write(lambda conn: transaction(conn, lambda: body(conn)))

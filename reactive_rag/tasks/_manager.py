@@ -24,10 +24,10 @@ from streams import Event, RunStream
 from ..index import ChunkNotFound, CollectionNotFound, CorpusIndex, chunk_id
 from ..store import (
     BackgroundTask,
-    RunStore,
     TaskAlreadyFinished,
     TaskNotFound,
     TaskStatus,
+    TaskStore,
     TaskUpdate,
 )
 from ._events import TaskFinished, TaskProgress, TaskStarted
@@ -52,7 +52,7 @@ class TaskManager:
         embedder: sentence vectors (default: the index's embedder).
     """
 
-    def __init__(self, store: RunStore, index: CorpusIndex, *, sentences: int = 5,
+    def __init__(self, store: TaskStore, index: CorpusIndex, *, sentences: int = 5,
                  pace_s: float = 0.0, embedder: Any = None) -> None:
         if sentences < 1:
             raise ValueError("sentences must be >= 1")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -240,6 +242,19 @@ async def test_retry_after_longer_than_the_deadline_fails_fast(
         await client.complete(MESSAGES, timeout_s=5)
 
     assert len(server.requests) == 1 and sleeps.waits == []
+
+
+async def test_retry_after_as_an_http_date_is_understood(
+    server: FakeOpenAI, client: OpenAIChatClient, sleeps: SleepRecorder
+) -> None:
+    when = email.utils.formatdate(time.time() + 3600, usegmt=True)  # an hour away
+    server.script(Status(429, "{}", headers={"Retry-After": when}), stream_reply("late"))
+
+    with pytest.raises(ChatRateLimited) as info:
+        await client.complete(MESSAGES, timeout_s=5)
+
+    assert info.value.retry_after is not None and info.value.retry_after > 3000
+    assert len(server.requests) == 1 and sleeps.waits == []  # it does not fit the deadline
 
 
 async def test_500_then_success_is_retried(

@@ -164,6 +164,20 @@ async def test_retries_give_up(server: tuple[TestServer, Script]) -> None:
     assert len(script.requests) == 2
 
 
+async def test_retry_after_is_honoured_up_to_the_backoff_cap(
+    server: tuple[TestServer, Script],
+) -> None:
+    srv, script = server
+    script.failures += [(429, "wait", {"Retry-After": "60"})]
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    async with OpenAIEmbedder(_url(srv), "m", max_retries=1, backoff_s=0.01,
+                              max_backoff_s=0.05) as emb:
+        v = await emb.aembed_passages(["x"])
+    assert v.shape == (1, 32) and len(script.requests) == 2
+    assert loop.time() - start < 5.0  # waited about max_backoff_s, not 60 s
+
+
 async def test_timeout_is_typed(server: tuple[TestServer, Script]) -> None:
     srv, script = server
     script.delay_s = 1.0

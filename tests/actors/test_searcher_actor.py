@@ -11,12 +11,10 @@ from actors.providers import (
     ResilientProvider,
     TenantSearchConfig,
 )
-from actors.search import Searcher, SearcherActor, SeenUrls, format_for_model, tool_output
+from actors.search import Searcher, SearcherActor, SeenUrls
 from streams import (
     ActorFailed,
-    ErrorInfo,
     Event,
-    Hit,
     ProviderHealth,
     SearchCompleted,
     SearchFailed,
@@ -187,38 +185,3 @@ async def test_a_crashing_searcher_answers_with_search_failed_not_actor_failed()
     [failed] = answers(events)
     assert isinstance(failed, SearchFailed) and failed.error.kind == "RuntimeError"
     assert not any(isinstance(e, ActorFailed) for e in events)
-
-
-def test_format_for_model_numbers_truncates_and_hints() -> None:
-    hits = [
-        Hit(url="https://a.test/", title="Alpha", snippet="short text", source="searxng",
-            published_at="2024-01-02"),
-        Hit(url="https://b.test/", title="", snippet="x", content="word " * 400,
-            source="brave"),
-    ]
-    text = format_for_model(hits, query="greek letters", max_chars=100,
-                            errors=[ErrorInfo(kind="ProviderTimeout", message="tavily: slow")])
-    lines = text.splitlines()
-    assert lines[0] == 'Search results for "greek letters":'
-    assert "[1] Alpha" in lines and "    URL: https://a.test/" in lines
-    assert "    Published: 2024-01-02" in lines
-    assert "[2] https://b.test/" in lines  # untitled results show their URL
-    long_line = next(line for line in lines if line.strip().startswith("word"))
-    assert len(long_line.strip()) <= 101 and long_line.endswith("…")
-    assert "scrape this URL to read the full page" in text
-    assert text.count("scrape this URL") == 1  # only the truncated one
-    assert "tavily: slow" in text
-
-
-def test_format_for_model_says_when_nothing_was_found() -> None:
-    assert "no results" in format_for_model([], query="zzz")
-
-
-def test_tool_output_has_a_display_type_and_structured_results() -> None:
-    hits = [Hit(url="https://a.test/", title="A", snippet="s " * 300, source="tavily")]
-    out = tool_output(hits, query="q", max_chars=50)
-    assert out.display_type == "search_results"
-    assert out.results[0].index == 1 and out.results[0].truncated
-    assert out.results[0].url == "https://a.test/" and out.results[0].source == "tavily"
-    assert out.text.startswith('Search results for "q"')
-    assert out.model_dump(mode="json")["results"][0]["title"] == "A"

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, OfflinePlanner, PlannerView, QueryRecord
+from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
 from reactive_rag.index import CorpusIndex
 from reactive_rag.run import Answerability, Budget, RunState, initial_state, step
 from streams import (
@@ -20,6 +20,7 @@ from streams import (
     Hit,
     PlanDecided,
     PlanRequested,
+    QueryStat,
     RerankCompleted,
     RunStarted,
     SearchCompleted,
@@ -148,8 +149,8 @@ EVIDENCE = [chunk("report#0", "The annual report was written by Jane Smith of th
 def near_end(**overrides: object) -> PlannerView:
     fields: dict[str, object] = dict(
         question="Who wrote the annual report that Acme Corporation published?", round=3,
-        evidence=EVIDENCE, queries=[QueryRecord("annual report", 1, 1),
-                                    QueryRecord("Acme report author", 1, 1)],
+        evidence=EVIDENCE, queries=[QueryStat(query="annual report", hits=1, new_evidence=1),
+                                    QueryStat(query="Acme report author", hits=1, new_evidence=1)],
         remaining_steps=1, remaining_tool_calls=4, remaining_s=60.0, can_extend=True,
         covered=("annual report",), newly_covered=("annual report",),
         missing=("the name asked for",))

@@ -26,8 +26,8 @@ import pytest
 from actors.models._chat import OpenAIChatClient
 from reactive_rag.agent._chat_planner import ChatPlanner
 from reactive_rag.agent._chat_writer import ChatWriter
-from reactive_rag.agent._policy import PlannerView, QueryRecord
-from streams import EvidenceChunk
+from reactive_rag.agent._policy import PlannerView
+from streams import EvidenceChunk, QueryStat
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]
 
@@ -147,7 +147,7 @@ async def test_the_planner_returns_valid_calls_or_a_clean_fallback(
     )
     view = PlannerView(
         question=QUESTION, round=1, evidence=EVIDENCE,
-        queries=[QueryRecord("Eiffel Tower", hits=2, new_evidence=2)],
+        queries=[QueryStat(query="Eiffel Tower", hits=2, new_evidence=2)],
         remaining_steps=10, remaining_tool_calls=6, remaining_s=80.0, collections=("wiki",),
     )
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from actors.models._chat import ChatMessage, ChatResult, OpenAIChatClient, RawToolCall
 from actors.models._chat_exceptions import ChatAuthError
 from reactive_rag.agent._chat_planner import ChatPlanner
-from reactive_rag.agent._policy import PlannerView, QueryRecord
-from streams import EvidenceChunk, Feedback, SearchFilters, ToolCall
+from reactive_rag.agent._policy import PlannerView
+from streams import EvidenceChunk, Feedback, QueryStat, SearchFilters, ToolCall
 from tests.actors._openai_fixtures import (
     FakeOpenAI,
     JsonBody,
@@ -47,7 +47,7 @@ PARIS = chunk("paris#2", "Paris lies on the Seine river.", prev="paris#1", nxt="
 def view(
     round_: int = 1,
     evidence: Sequence[EvidenceChunk] = (),
-    queries: Sequence[QueryRecord] = (),
+    queries: Sequence[QueryStat] = (),
     **kw: Any,
 ) -> PlannerView:
     return PlannerView(
@@ -260,7 +260,8 @@ async def test_mixed_turn_returns_the_valid_call_and_reports_the_rejection_next_
     assert len(server.requests) == 1  # one valid call is enough: no retry
 
     await planner.decide(
-        view(round_=2, evidence=[EIFFEL], queries=[QueryRecord("Eiffel Tower", 1, 1)])
+        view(round_=2, evidence=[EIFFEL], queries=[QueryStat(query="Eiffel Tower", hits=1,
+                                                             new_evidence=1)])
     )
     results = tool_messages(server.messages[1])
     assert "unknown chunk id 'nowhere#0'" in results["bad"]
@@ -285,7 +286,7 @@ async def test_tool_results_carry_the_ids_of_new_evidence_and_the_runs_feedback(
         view(
             round_=2,
             evidence=[EIFFEL],
-            queries=[QueryRecord("Eiffel Tower", hits=3, new_evidence=1)],
+            queries=[QueryStat(query="Eiffel Tower", hits=3, new_evidence=1)],
             feedback=(Feedback(kind="loop", query="Eiffel",
                                detail="query 'Eiffel' was too close to an earlier one"),),
             remaining_tool_calls=7,
@@ -295,7 +296,7 @@ async def test_tool_results_carry_the_ids_of_new_evidence_and_the_runs_feedback(
         view(
             round_=3,
             evidence=[EIFFEL, eiffel_1],
-            queries=[QueryRecord("Eiffel Tower", hits=3, new_evidence=1)],
+            queries=[QueryStat(query="Eiffel Tower", hits=3, new_evidence=1)],
             reads=("eiffel#0",),
         )
     )
@@ -338,7 +339,8 @@ async def test_repeated_model_call_ids_are_made_unique_for_the_run(
     )
     first = await planner.decide(view(round_=1))
     second = await planner.decide(
-        view(round_=2, evidence=[EIFFEL], queries=[QueryRecord("Eiffel Tower", 1, 1)])
+        view(round_=2, evidence=[EIFFEL], queries=[QueryStat(query="Eiffel Tower", hits=1,
+                                                             new_evidence=1)])
     )
 
     assert first.calls[0].id == "call_0"
@@ -374,10 +376,12 @@ async def test_old_tool_results_are_compacted_when_the_context_grows(
     async with OpenAIChatClient(server.base_url, model="m") as client:
         planner = ChatPlanner(client, max_chunk_chars=2000, max_context_chars=3000)
         await planner.decide(view(round_=1))
-        await planner.decide(view(round_=2, evidence=[long], queries=[QueryRecord("Paris", 1, 1)]))
+        await planner.decide(view(round_=2, evidence=[long],
+                                  queries=[QueryStat(query="Paris", hits=1, new_evidence=1)]))
         await planner.decide(
             view(round_=3, evidence=[long, PARIS],
-                 queries=[QueryRecord("Paris", 1, 1), QueryRecord("Seine", 1, 1)])
+                 queries=[QueryStat(query="Paris", hits=1, new_evidence=1),
+                          QueryStat(query="Seine", hits=1, new_evidence=1)])
         )
 
     old = tool_messages(server.messages[2])["s1"]
@@ -614,7 +618,8 @@ async def test_typed_feedback_reaches_the_next_prompt_with_kind_detail_and_what_
                  detail="every dated result is older than 2024"),
     )
     await planner.decide(
-        view(round_=2, evidence=[SEINE], queries=[QueryRecord("Seine floods", 1, 1)],
+        view(round_=2, evidence=[SEINE], queries=[QueryStat(query="Seine floods", hits=1,
+                                                            new_evidence=1)],
              feedback=feedback, today=TODAY)
     )
 
@@ -731,7 +736,7 @@ def test_random_turns_only_ever_yield_valid_unique_calls_and_valid_histories(
 
 async def _play(turns: list[tuple[list[int], list[int]]]) -> None:
     evidence: list[EvidenceChunk] = []
-    queries: list[QueryRecord] = []
+    queries: list[QueryStat] = []
     reads: list[str] = []
     seen_ids: set[str] = set()
     async with fake_openai() as srv, OpenAIChatClient(srv.base_url, model="m") as client:
@@ -768,7 +773,7 @@ async def _play(turns: list[tuple[list[int], list[int]]]) -> None:
                     continue
                 assert isinstance(c.args["query"], str) and c.args["query"]
                 n = len(evidence)
-                queries.append(QueryRecord(str(c.args["query"]), 1, 1))
+                queries.append(QueryStat(query=str(c.args["query"]), hits=1, new_evidence=1))
                 evidence.append(chunk(f"doc{n}#0", f"Passage {n}.", nxt=f"doc{n}#1"))
             for c in decision.calls:
                 if c.tool == "read" and c.args["direction"] == "next":
@@ -812,7 +817,8 @@ async def test_llama_cpp_python_mode_sends_results_as_user_text_without_streamin
         planner = ChatPlanner(client, stream=False, results_as_user=True)
         first = await planner.decide(view(round_=1))
         await planner.decide(
-            view(round_=2, evidence=[EIFFEL], queries=[QueryRecord("Eiffel", 1, 1)])
+            view(round_=2, evidence=[EIFFEL], queries=[QueryStat(query="Eiffel", hits=1,
+                                                                 new_evidence=1)])
         )
 
     assert first.calls[0].args == {"query": "Eiffel"}
@@ -820,3 +826,29 @@ async def test_llama_cpp_python_mode_sends_results_as_user_text_without_streamin
     turn2 = server.messages[1]
     assert "tool" not in [m["role"] for m in turn2]
     assert "[eiffel#0]" in turn2[3]["content"] and turn2[3]["role"] == "user"
+
+
+async def test_the_planner_actor_publishes_the_policy_s_rejections_as_tool_rejected() -> None:
+    from reactive_rag.agent import PlannerActor
+    from reactive_rag.agent._chat_planner import Rejection
+    from reactive_rag.agent._policy import Decision
+    from streams import PlanDecided, PlanRequested, RunStarted, ToolRejected
+
+    class _Refusing:
+        last_rejections: list[Rejection] = []
+
+        async def decide(self, view: PlannerView) -> Decision:
+            self.last_rejections = [Rejection("x", "open_page", "unknown result id 'r9'")]
+            return Decision(action="search", calls=[
+                ToolCall(id="s1", tool="search", args={"query": "Eiffel Tower"})])
+
+    actor = PlannerActor(_Refusing())  # type: ignore[arg-type]
+    await actor.on_receive(RunStarted(question="Eiffel Tower height?"), None)  # type: ignore[arg-type]
+    out = await actor.on_receive(PlanRequested(round=1), None)  # type: ignore[arg-type]
+    assert out is not None
+    rejected = [e for e in out if isinstance(e, ToolRejected)]
+    assert [(e.call_id, e.tool, e.reason) for e in rejected] == [
+        ("x", "open_page", "unknown result id 'r9'")]
+    decided = [e for e in out if isinstance(e, PlanDecided)]
+    assert [c.id for c in decided[0].calls] == ["s1"]  # the valid call still runs
+    assert out.index(rejected[0]) < out.index(decided[0])  # seen before the plan runs

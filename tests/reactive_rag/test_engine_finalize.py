@@ -11,10 +11,9 @@ from reactive_rag.agent import (
     Draft,
     ExtractiveWriter,
     PlannerView,
-    WriteMode,
 )
 from reactive_rag.index import CorpusIndex
-from streams import ClaimError, EvidenceChunk, ToolCall
+from streams import ClaimError, EvidenceChunk, ToolCall, WriteMode
 
 
 class SearchThenStall:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -10,7 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.models import FloatMatrix, HashingEmbedder, l2_normalize
-from reactive_rag.agent import LoopGuard, QueryRecord, normalize_query, saturated
+from reactive_rag.agent import LoopGuard, normalize_query
+from reactive_rag.run import Budget, round_overlap, saturated
+from streams import QueryStat
 
 
 class _TableEmbedder:
@@ -33,7 +36,7 @@ class _TableEmbedder:
 
 def test_exact_normalised_duplicates_are_always_refused() -> None:
     guard = LoopGuard(HashingEmbedder())
-    guard.record(QueryRecord("Who founded YG Entertainment?", hits=5, new_evidence=5))
+    guard.record(QueryStat(query="Who founded YG Entertainment?", hits=5, new_evidence=5))
     verdict = guard.check("who founded  yg entertainment")
     assert not verdict.ok
     assert "duplicate" in verdict.reason
@@ -43,7 +46,7 @@ def test_exact_normalised_duplicates_are_always_refused() -> None:
 
 def test_paraphrase_of_a_barren_query_is_refused_with_a_reason() -> None:
     guard = LoopGuard(HashingEmbedder())
-    guard.record(QueryRecord("roman empire history", hits=3, new_evidence=0))
+    guard.record(QueryStat(query="roman empire history", hits=3, new_evidence=0))
     verdict = guard.check("Roman empires' histories?")  # same stems, other surface form
     assert not verdict.ok
     assert "semantic loop" in verdict.reason and "roman empire history" in verdict.reason
@@ -53,13 +56,13 @@ def test_paraphrase_of_a_barren_query_is_refused_with_a_reason() -> None:
 
 def test_paraphrase_of_a_productive_query_may_run() -> None:
     guard = LoopGuard(HashingEmbedder())
-    guard.record(QueryRecord("roman empire history", hits=3, new_evidence=2))
+    guard.record(QueryStat(query="roman empire history", hits=3, new_evidence=2))
     assert guard.check("Roman empires' histories?").ok
 
 
 def test_unrelated_query_runs_and_reports_nearest() -> None:
     guard = LoopGuard(HashingEmbedder())
-    guard.record(QueryRecord("roman empire history", hits=3, new_evidence=0))
+    guard.record(QueryStat(query="roman empire history", hits=3, new_evidence=0))
     verdict = guard.check("photosynthesis in desert plants")
     assert verdict.ok and verdict.reason == ""
     assert verdict.nearest_query == "roman empire history"
@@ -69,7 +72,7 @@ def test_unrelated_query_runs_and_reports_nearest() -> None:
 def test_threshold_decides_what_is_too_close() -> None:
     emb = _TableEmbedder({"a": (1.0, 0.0), "b": (0.95, 0.3122), "c": (0.6, 0.8)})
     guard = LoopGuard(emb, threshold=0.92)
-    guard.record(QueryRecord("a", hits=0, new_evidence=0))
+    guard.record(QueryStat(query="a", hits=0, new_evidence=0))
     close = guard.check("b")
     assert not close.ok and close.similarity == pytest.approx(0.95, abs=1e-3)
     assert guard.check("c").ok
@@ -78,7 +81,7 @@ def test_threshold_decides_what_is_too_close() -> None:
 
 def test_consecutive_refusals_end_the_search_phase_and_reset_on_success() -> None:
     guard = LoopGuard(HashingEmbedder(), max_refusals=2)
-    guard.record(QueryRecord("roman empire history", hits=0, new_evidence=0))
+    guard.record(QueryStat(query="roman empire history", hits=0, new_evidence=0))
     assert not guard.check("roman empire history").ok
     assert guard.consecutive_refusals == 1 and not guard.should_stop_searching
     assert guard.check("greek city states").ok
@@ -95,10 +98,10 @@ def test_empty_query_is_refused() -> None:
 def test_sync_records_only_what_is_new_and_embeddings_are_cached() -> None:
     emb = _TableEmbedder({"a": (1.0, 0.0), "b": (0.0, 1.0), "c": (0.7, 0.7)})
     guard = LoopGuard(emb)
-    log = [QueryRecord("a", hits=0, new_evidence=0)]
+    log = [QueryStat(query="a", hits=0, new_evidence=0)]
     guard.sync(log)
     guard.sync(log)  # idempotent
-    log.append(QueryRecord("b", hits=2, new_evidence=2))
+    log.append(QueryStat(query="b", hits=2, new_evidence=2))
     guard.sync(log)
     assert not guard.check("a").ok  # duplicate
     assert not guard.check("b").ok  # duplicate
@@ -132,7 +135,8 @@ def test_saturated_when_a_round_brings_back_the_same_evidence() -> None:
 
 def test_saturation_threshold_and_consecutive_rounds() -> None:
     r0 = {"a", "b", "c", "d", "e"}
-    r1 = {"a", "b", "c", "d", "x"}  # Jaccard 4/6 with r0
+    r1 = {"a", "b", "c", "x", "y"}  # 3 of its 5 already held
+    assert round_overlap(r1, r0) == pytest.approx(0.6)
     assert not saturated([r0, r1], threshold=0.8)
     assert saturated([r0, r1], threshold=0.6)
     assert not saturated([{"q"}, r0, r0], consecutive=2)
@@ -141,9 +145,19 @@ def test_saturation_threshold_and_consecutive_rounds() -> None:
         saturated([r0, r0], consecutive=0)
 
 
-def test_empty_rounds_are_handled_as_data_not_saturation() -> None:
-    assert not saturated([{"a"}, set()])
-    assert not saturated([set(), set()])
+def test_an_empty_round_brought_nothing_new_but_saturates_only_once_evidence_is_held() -> None:
+    assert round_overlap(set(), {"a"}) == 1.0
+    assert saturated([{"a"}, set()])  # the run's rule: nothing new is as stale as all old
+    assert not saturated([set(), set()])  # nothing held, nothing to answer from
+    assert not saturated([set(), {"a"}])
+
+
+def test_the_budget_settings_drive_the_rule() -> None:
+    budget = Budget()
+    r0 = {"a", "b", "c", "d", "e"}
+    assert saturated([r0, r0, r0], budget.saturation_overlap,
+                     consecutive=budget.saturation_rounds)
+    assert not saturated([r0, r0], budget.saturation_overlap, consecutive=budget.saturation_rounds)
 
 
 @given(st.lists(st.sets(st.sampled_from("abcdefgh"), max_size=5), max_size=6))
@@ -153,4 +167,28 @@ def test_saturation_is_pure_and_grows_only_with_overlap(rounds: list[set[str]]) 
     assert rounds == snapshot  # inputs untouched
     assert saturated(rounds) == result  # deterministic
     if result:
-        assert rounds[-1] and len(rounds) >= 2
+        assert len(rounds) >= 2 and any(rounds)
+        assert round_overlap(rounds[-1], set().union(*rounds[:-1])) >= 0.8
+
+
+async def test_prepare_embeds_in_a_worker_thread_and_check_then_needs_no_model() -> None:
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+
+    class _Recording(_TableEmbedder):
+        def embed_queries(self, texts: Sequence[str]) -> FloatMatrix:
+            threads.append(threading.get_ident())
+            return super().embed_queries(texts)
+
+    table = {"roman empire history": (1.0, 0.0), "history of the roman empire": (0.99, 0.05)}
+    guard = LoopGuard(_Recording(table), threshold=0.9)
+    inline = LoopGuard(_TableEmbedder(table), threshold=0.9)
+    for g in (guard, inline):
+        g.record(QueryStat(query="roman empire history", hits=3, new_evidence=0))
+    await guard.prepare(["history of the roman empire"])
+    assert threads and all(t != loop_thread for t in threads)  # off the event loop
+    made = len(threads)
+    verdict = guard.check("history of the roman empire")
+    assert len(threads) == made  # the check embedded nothing more
+    assert verdict == inline.check("history of the roman empire")  # same verdict as inline
+    assert not verdict.ok

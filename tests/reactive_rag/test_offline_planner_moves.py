@@ -15,14 +15,13 @@ from reactive_rag.agent import (
     Decision,
     OfflinePlanner,
     PlannerView,
-    QueryRecord,
     desubjectivize,
     extract_entities,
     normalize_query,
     question_entities,
     select_evidence,
 )
-from streams import EvidenceChunk, Feedback
+from streams import EvidenceChunk, Feedback, QueryStat
 
 MVP_Q = "Which team does the player named 2015 Diamond Head Classic's MVP play for?"
 DIAMOND = EvidenceChunk(
@@ -113,7 +112,7 @@ async def test_second_round_searches_the_bridge_entity_with_the_open_terms() -> 
     view = _view(
         round=2,
         evidence=[DIAMOND],
-        queries=[QueryRecord(MVP_Q, hits=1, new_evidence=1)],
+        queries=[QueryStat(query=MVP_Q, hits=1, new_evidence=1)],
     )
     decision = await OfflinePlanner().decide(view)
     queries = _queries(decision)
@@ -127,7 +126,7 @@ async def test_bridge_whose_page_is_held_is_not_searched_again() -> None:
     view = _view(
         round=2,
         evidence=[DIAMOND, HIELD],
-        queries=[QueryRecord(MVP_Q, hits=2, new_evidence=2)],
+        queries=[QueryStat(query=MVP_Q, hits=2, new_evidence=2)],
     )
     decision = await OfflinePlanner().decide(view)
     assert all("Buddy Hield" not in q for q in _queries(decision))
@@ -136,7 +135,7 @@ async def test_bridge_whose_page_is_held_is_not_searched_again() -> None:
 async def test_empty_results_are_rewritten_not_repeated() -> None:
     q = "Which obscure Bavarian brewery introduced the quadruple bock style in 1893?"
     first = await OfflinePlanner().decide(_view(q))
-    records = [QueryRecord(x, hits=0, new_evidence=0) for x in _queries(first)]
+    records = [QueryStat(query=x, hits=0, new_evidence=0) for x in _queries(first)]
     second = await OfflinePlanner().decide(_view(q, round=2, queries=records))
     rewrites = _queries(second)
     assert second.action == "search" and rewrites
@@ -148,7 +147,7 @@ async def test_empty_results_are_rewritten_not_repeated() -> None:
 async def test_results_under_the_relevance_floor_count_as_empty() -> None:
     q = "Which obscure Bavarian brewery introduced the quadruple bock style in 1893?"
     first = _queries(await OfflinePlanner().decide(_view(q)))
-    records = [QueryRecord(x, hits=10, new_evidence=0) for x in first]
+    records = [QueryStat(query=x, hits=10, new_evidence=0) for x in first]
     notes = tuple(
         Feedback(kind="below_floor", query=x, detail="10 results under the relevance floor")
         for x in first
@@ -174,7 +173,7 @@ async def test_answers_when_budget_rounds_or_feedback_say_so(
     base: dict[str, object] = {
         "round": 2,
         "evidence": [DIAMOND],
-        "queries": [QueryRecord(MVP_Q, hits=1, new_evidence=1)],
+        "queries": [QueryStat(query=MVP_Q, hits=1, new_evidence=1)],
     }
     base.update(kw)
     decision = await OfflinePlanner().decide(_view(**base))  # type: ignore[arg-type]
@@ -188,7 +187,8 @@ async def test_answers_when_the_evidence_covers_the_question() -> None:
         q,
         round=3,
         evidence=[HIELD],
-        queries=[QueryRecord(q, 1, 1), QueryRecord("Buddy Hield", 1, 0)],
+        queries=[QueryStat(query=q, hits=1, new_evidence=1), QueryStat(query="Buddy Hield", hits=1,
+                                                                       new_evidence=0)],
     )
     decision = await OfflinePlanner().decide(view)
     assert decision.action == "answer" and "covers" in decision.reason
@@ -196,11 +196,13 @@ async def test_answers_when_the_evidence_covers_the_question() -> None:
 
 async def test_a_simple_question_covered_by_one_passage_is_answered_after_one_round() -> None:
     q = "Who does Buddy Hield play for?"
-    view = _view(q, round=2, evidence=[HIELD, DIAMOND], queries=[QueryRecord(q, 2, 2)])
+    view = _view(q, round=2, evidence=[HIELD, DIAMOND], queries=[QueryStat(query=q, hits=2,
+                                                                           new_evidence=2)])
     decision = await OfflinePlanner().decide(view)
     assert decision.action == "answer" and "simple" in decision.reason
     # ...but a question with a hidden hop goes on searching
-    view = _view(round=2, evidence=[DIAMOND], queries=[QueryRecord(MVP_Q, 1, 1)])
+    view = _view(round=2, evidence=[DIAMOND], queries=[QueryStat(query=MVP_Q, hits=1,
+                                                                 new_evidence=1)])
     assert (await OfflinePlanner().decide(view)).action == "search"
 
 
@@ -217,12 +219,13 @@ async def test_reads_on_from_a_relevant_passage_that_stops_mid_sentence() -> Non
         text="The Kansas Song is the fight song of the University of Kansas, written in",
     )
     q = "What is the fight song of the University of Kansas?"
-    view = _view(q, round=2, evidence=[cut], queries=[QueryRecord(q, 1, 1)])
+    view = _view(q, round=2, evidence=[cut], queries=[QueryStat(query=q, hits=1, new_evidence=1)])
     decision = await OfflinePlanner().decide(view)
     reads = [c for c in decision.calls if c.tool == "read"]
     assert len(reads) == 1 and reads[0].args == {"chunk_id": "k0", "direction": "next"}
     again = await OfflinePlanner().decide(
-        _view(q, round=3, evidence=[cut], queries=[QueryRecord(q, 1, 1)], reads=("k0",))
+        _view(q, round=3, evidence=[cut], queries=[QueryStat(query=q, hits=1, new_evidence=1)],
+              reads=("k0",))
     )
     assert all(c.tool != "read" for c in again.calls)
     limited = await OfflinePlanner().decide(
@@ -230,7 +233,7 @@ async def test_reads_on_from_a_relevant_passage_that_stops_mid_sentence() -> Non
             q,
             round=2,
             evidence=[cut],
-            queries=[QueryRecord(q, 1, 1)],
+            queries=[QueryStat(query=q, hits=1, new_evidence=1)],
             feedback=(Feedback(kind="read_limit", detail="at most 2 reads in a row"),),
         )
     )
@@ -238,7 +241,8 @@ async def test_reads_on_from_a_relevant_passage_that_stops_mid_sentence() -> Non
 
 
 async def test_is_deterministic() -> None:
-    view = _view(round=2, evidence=[DIAMOND], queries=[QueryRecord(MVP_Q, 1, 1)])
+    view = _view(round=2, evidence=[DIAMOND], queries=[QueryStat(query=MVP_Q, hits=1,
+                                                                 new_evidence=1)])
     assert await OfflinePlanner().decide(view) == await OfflinePlanner().decide(view)
 
 
@@ -281,8 +285,9 @@ def test_never_repeats_a_query_already_run(
     previous: list[str], hits: list[int], with_evidence: bool
 ) -> None:
     planner = OfflinePlanner()
-    records = [QueryRecord(q, h, h) for q, h in zip(previous, hits, strict=False)]
-    records += [QueryRecord(q, 1, 1) for q in _queries(planner.plan(_view()))]
+    records = [QueryStat(query=q, hits=h, new_evidence=h) for q, h in zip(previous, hits,
+                                                                          strict=False)]
+    records += [QueryStat(query=q, hits=1, new_evidence=1) for q in _queries(planner.plan(_view()))]
     view = _view(round=2, queries=records, evidence=[DIAMOND, HIELD] if with_evidence else [])
     decision = planner.plan(view)
     ran = {normalize_query(r.query) for r in records}
@@ -382,7 +387,7 @@ def test_hotpotqa_both_gold_recall_beats_one_search() -> None:
         question = row["question_text"]
         both_rag += gold <= {c.title for c in corpus.search(question, 5)}
         evidence: dict[str, EvidenceChunk] = {}
-        records: list[QueryRecord] = []
+        records: list[QueryStat] = []
         for rnd in range(1, 6):
             decision = planner.plan(
                 PlannerView(
@@ -399,7 +404,8 @@ def test_hotpotqa_both_gold_recall_beats_one_search() -> None:
                 hits = corpus.search(str(call.args["query"]), 10)
                 new = [h for h in hits if h.id not in evidence]
                 evidence.update((h.id, h) for h in new)
-                records.append(QueryRecord(str(call.args["query"]), len(hits), len(new)))
+                records.append(QueryStat(query=str(call.args["query"]), hits=len(hits),
+                                         new_evidence=len(new)))
         final = select_evidence(question, list(evidence.values()), [r.query for r in records])
         assert len(final) <= 5
         both_agent += gold <= {c.title for c in final}
@@ -417,7 +423,8 @@ def test_any_input_gives_a_valid_decision(question: str, texts: list[str], rnd: 
         EvidenceChunk(id=f"e{i}", text=t, title=t[:20], next_id=f"e{i}n")
         for i, t in enumerate(texts)
     ]
-    queries = [QueryRecord(question, len(texts), len(texts))] if rnd > 1 else []
+    queries = [QueryStat(query=question, hits=len(texts),
+                         new_evidence=len(texts))] if rnd > 1 else []
     decision = OfflinePlanner().plan(_view(question, round=rnd, evidence=evidence, queries=queries))
     assert decision.action in {"search", "read", "answer"}
     assert (decision.action == "answer") == (not decision.calls)
@@ -457,7 +464,7 @@ async def test_bridges_are_prose_names_not_identifiers_keywords_or_code() -> Non
         POOL_Q,
         round=2,
         evidence=[POOL_DOCS, EvidenceChunk(id="fut", title="workers.Future", text="A job result.")],
-        queries=[QueryRecord(POOL_Q, hits=1, new_evidence=1)],
+        queries=[QueryStat(query=POOL_Q, hits=1, new_evidence=1)],
     )
     queries = _queries(await OfflinePlanner(bridges_per_round=4).decide(view))
     assert any(q.startswith("Ada Lovelace") for q in queries)  # a prose name still bridges

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reactive_rag.agent import OfflinePlanner, PlannerView, QueryRecord
-from streams import EvidenceChunk, Feedback
+from reactive_rag.agent import OfflinePlanner, PlannerView
+from streams import EvidenceChunk, Feedback, QueryStat
 
 Q = "Which river flows through the capital of the Kingdom of Lirea?"
 
@@ -23,7 +23,8 @@ RESULTS = [
 
 def view(**kw: object) -> PlannerView:
     base: dict[str, object] = {"question": Q, "round": 2, "evidence": RESULTS,
-                               "queries": [QueryRecord(Q, 4, 4)], "today": "2026-06-15"}
+                               "queries": [QueryStat(query=Q, hits=4,
+                                                     new_evidence=4)], "today": "2026-06-15"}
     base.update(kw)
     return PlannerView(**base)  # type: ignore[arg-type]
 
@@ -82,7 +83,7 @@ def test_when_dated_searches_find_nothing_the_planner_drops_the_date_filter() ->
     first = planner.plan(PlannerView(question=q, round=1, evidence=[], queries=[],
                                      today="2026-06-15"))
     empty = [Feedback(kind="empty", query=str(c.args["query"])) for c in first.calls]
-    records = [QueryRecord(str(c.args["query"]), 0, 0) for c in first.calls]
+    records = [QueryStat(query=str(c.args["query"]), hits=0, new_evidence=0) for c in first.calls]
     second = planner.plan(PlannerView(question=q, round=2, evidence=[], queries=records,
                                       feedback=empty, today="2026-06-15"))
     assert second.calls and all("filters" not in c.args for c in second.calls)
@@ -91,7 +92,8 @@ def test_when_dated_searches_find_nothing_the_planner_drops_the_date_filter() ->
 def test_hosts_flagged_as_spam_are_excluded_from_later_searches() -> None:
     planner = OfflinePlanner()
     spam = Feedback(kind="spam", hosts=("spam1.example",), query=Q, detail="keyword stuffing")
-    decision = planner.plan(view(feedback=[spam], evidence=[], queries=[QueryRecord(Q, 0, 0)]))
+    decision = planner.plan(view(feedback=[spam], evidence=[], queries=[QueryStat(query=Q, hits=0,
+                                                                                  new_evidence=0)]))
     searches = [c for c in decision.calls if c.tool == "search"]
     assert searches and all(c.args["filters"] == {"exclude_sites": ["spam1.example"]}
                             for c in searches)
@@ -101,7 +103,8 @@ def test_stale_results_are_searched_again_with_the_asked_period() -> None:
     q = "What is the latest Lirea census figure?"
     stale = Feedback(kind="stale", query="Lirea census", detail="every result is from 2019")
     decision = OfflinePlanner().plan(PlannerView(
-        question=q, round=2, evidence=RESULTS[:1], queries=[QueryRecord("Lirea census", 3, 1)],
+        question=q, round=2, evidence=RESULTS[:1], queries=[QueryStat(query="Lirea census", hits=3,
+                                                                      new_evidence=1)],
         feedback=[stale], today="2026-06-15"))
     retry = [c for c in decision.calls if c.tool == "search" and "2026" in str(c.args["query"])]
     assert retry and retry[0].args["filters"]["date_from"] >= "2025"  # type: ignore[index,operator]

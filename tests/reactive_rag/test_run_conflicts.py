@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from actors import ActorContext
 from actors.rerank import Credibility
 from actors.text import content_terms
-from reactive_rag.agent import Draft, WriteMode, WriterActor, render_answer, verify
+from reactive_rag.agent import Draft, WriterActor, render_answer, verify
 from reactive_rag.run import conflict_claims, conflicts_for_answer, find_conflicts
 from streams import (
     AnswerDelta,
@@ -26,6 +26,7 @@ from streams import (
     EvidenceChunk,
     EvidenceRegistered,
     RunStarted,
+    WriteMode,
 )
 
 

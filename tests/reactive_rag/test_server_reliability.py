@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,13 @@ REPO = Path(__file__).resolve().parents[2]
 MANY = TenantConfig(max_concurrent_runs=1000, runs_per_minute=100_000)
 
 
-async def _gated_runs_wall_time(client: Any, n: int, subscribe: int, slow: int
-                                ) -> tuple[float, list[tuple[str, bool, Any]]]:
-    """Start ``n`` runs held at their first decision, attach subscribers, release, time it."""
+async def _gated_runs(client: Any, n: int, subscribe: int, slow: int
+                      ) -> tuple[int, list[tuple[str, bool, Any]]]:
+    """Start ``n`` runs held at their first decision, attach subscribers, release them.
+
+    Returns how many slow subscribers were still reading when the last run had finished,
+    and what each subscriber read.
+    """
     assert GatedPlanner.gate is not None
     ids = [await start_run(client) for _ in range(n)]
     subscribers: list[tuple[str, bool, asyncio.Task[Any]]] = []
@@ -46,14 +49,13 @@ async def _gated_runs_wall_time(client: Any, n: int, subscribe: int, slow: int
         subscribers.append((run_id, is_slow, task))
     for _ in range(subscribe):
         await asyncio.wait_for(started.acquire(), 60)
-    t0 = time.perf_counter()
     GatedPlanner.gate.set()
     await client.app[MANAGER_KEY].wait_all()
-    elapsed = time.perf_counter() - t0
+    reading = sum(is_slow and not task.done() for _, is_slow, task in subscribers)
     GatedPlanner.gate.clear()
     results = [(run_id, is_slow, await asyncio.wait_for(task, 60))
                for run_id, is_slow, task in subscribers]
-    return elapsed, results
+    return reading, results
 
 
 @pytest.mark.slow
@@ -65,15 +67,15 @@ async def test_200_runs_with_500_subscribers_some_slow(
         # one burst: a plan step's parallel results settle together (~20 events at once).
         async with serve(tmp_path / "a", server_index, planner=GatedPlanner, open_tenant=MANY,
                          sse_buffer=24) as client:
-            alone, _ = await _gated_runs_wall_time(client, 200, 0, 0)
-            watched, results = await _gated_runs_wall_time(client, 200, 500, 50)
+            await _gated_runs(client, 200, 0, 0)
+            reading, results = await _gated_runs(client, 200, 500, 50)
             store = client.app[__import__("reactive_rag.server").server.STORE_KEY]
             page = await store.list_runs("default", limit=200)
             last = {r.run_id: r.last_seq for r in page.runs}
     finally:
         GatedPlanner.gate = None
     assert len(results) == 500
-    detached = 0
+    detached = thinned = 0
     for run_id, is_slow, read in results:
         seqs = read.seqs
         assert seqs == sorted(set(seqs)), "duplicates or out of order"
@@ -90,8 +92,11 @@ async def test_200_runs_with_500_subscribers_some_slow(
                 missing = set(range(1, last[run_id] + 1)) - set(seqs)
                 stored = {e.seq: e.type async for e in store.events(run_id)} if missing else {}
                 assert all(stored[s] == "budget.tick" for s in missing)
-    print(f"runs alone {alone:.2f}s, with 500 subscribers {watched:.2f}s")
-    assert watched < 3 * alone + 1.0, (watched, alone)
+                thinned += bool(missing)
+    # The runs never wait for a reader: a slow one that falls behind has its progress
+    # ticks thinned out or is cut off (told why), and every run had finished while
+    # slow readers were still reading behind it.
+    assert reading >= 1, (reading, detached, thinned)  # the runs did not wait for them
 
 
 async def test_1000_random_disconnects_and_resumes_lose_and_repeat_nothing(

@@ -14,16 +14,12 @@ from aiohttp import web
 
 from actors.models import HashingEmbedder
 from reactive_rag.index import ChunkingConfig, CorpusIndex, Document
+from reactive_rag.server import Authenticator, TenantConfig, hash_token
+from reactive_rag.server._problems import problem_middleware
+from reactive_rag.server._requests import AUTH_KEY
+from reactive_rag.server._tasks import TASK_MANAGER, task_routes, tasks_context
 from reactive_rag.store import SqliteRunStore, TaskStatus
-from reactive_rag.tasks import (
-    TASK_MANAGER,
-    TASK_TENANT,
-    DocumentNotFound,
-    TaskManager,
-    UnknownTask,
-    task_routes,
-    tasks_context,
-)
+from reactive_rag.tasks import DocumentNotFound, TaskManager, UnknownTask
 from streams import Event, decode_json
 
 TOPICS = ["rivers", "water", "the sea", "floods", "dams", "valleys", "rain", "lakes"]
@@ -216,9 +212,10 @@ def sse_events(body: str) -> list[tuple[str, Event]]:
 
 @pytest.fixture
 async def api(store: SqliteRunStore, index: CorpusIndex) -> AsyncIterator[tuple[str, Any]]:
-    app = web.Application()
+    app = web.Application(middlewares=[problem_middleware])
+    app[AUTH_KEY] = Authenticator({name: TenantConfig(token_sha256=(hash_token(f"{name}-token"),))
+                                   for name in ("local", "alice", "bob")}, open_mode=False)
     app[TASK_MANAGER] = TaskManager(store, index, sentences=3, pace_s=0.03)
-    app[TASK_TENANT] = lambda request: request.headers.get("X-Tenant", "local")
     app.add_routes(task_routes)
     app.cleanup_ctx.append(tasks_context)
     runner = web.AppRunner(app)
@@ -227,10 +224,14 @@ async def api(store: SqliteRunStore, index: CorpusIndex) -> AsyncIterator[tuple[
     await site.start()
     port = runner.addresses[0][1]
     try:
-        async with aiohttp.ClientSession() as http:
+        async with aiohttp.ClientSession(headers=bearer("local")) as http:
             yield f"http://127.0.0.1:{port}", http
     finally:
         await runner.cleanup()
+
+
+def bearer(tenant: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {tenant}-token"}
 
 
 async def read_frames(response: Any, limit: int | None = None) -> list[tuple[str, Event]]:
@@ -291,15 +292,15 @@ async def test_http_bad_requests_get_problems(api: tuple[str, Any], body: Any, s
 async def test_http_tasks_are_scoped_to_their_tenant(api: tuple[str, Any]) -> None:
     base, http = api
     async with http.post(f"{base}/v1/tasks", json={"collection": "docs", "doc_id": "short"},
-                         headers={"X-Tenant": "alice"}) as r:
+                         headers=bearer("alice")) as r:
         task = await r.json()
     for path in ("", "/events"):
         async with http.get(f"{base}/v1/tasks/{task['task_id']}{path}",
-                            headers={"X-Tenant": "bob"}) as r:
+                            headers=bearer("bob")) as r:
             assert r.status == 404
             assert task["task_id"] not in await r.text()
     async with http.get(f"{base}/v1/tasks/{task['task_id']}",
-                        headers={"X-Tenant": "alice"}) as r:
+                        headers=bearer("alice")) as r:
         assert r.status == 200
     async with http.post(f"{base}/v1/tasks", data=b"{not json") as r:
         assert r.status == 400
@@ -346,10 +347,21 @@ async def test_the_server_mounts_tasks_with_its_tenants_and_scopes(
 
 
 def test_the_openapi_fragment_documents_every_task_route() -> None:
-    from reactive_rag.tasks import openapi_paths
+    from reactive_rag.server._tasks import task_openapi_paths as openapi_paths
 
     routed = {(r.path, r.method.lower()) for r in task_routes  # type: ignore[union-attr]
               if isinstance(r, web.RouteDef)}
     documented = {(p, m) for p, ops in openapi_paths().items() for m in ops}
     assert routed == documented
     json.dumps(openapi_paths())  # plain JSON, mergeable into the server's document
+
+
+async def test_http_takes_any_media_type_and_refuses_big_bodies(api: tuple[str, Any]) -> None:
+    """As before the routes moved into the server: no 415, a 16 KiB cap (413)."""
+    base, http = api
+    body = json.dumps({"collection": "docs", "doc_id": "short"}).encode()
+    async with http.post(f"{base}/v1/tasks", data=body,
+                         headers={"Content-Type": "text/plain"}) as r:
+        assert r.status == 201
+    async with http.post(f"{base}/v1/tasks", data=b" " * (16 * 1024 + 1)) as r:
+        assert r.status == 413 and (await r.json())["code"] == "body_too_large"

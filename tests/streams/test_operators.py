@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from reactivex import operators as ops
 from reactivex.testing.marbles import marbles_testing
 
 from streams import (
     BudgetExhausted,
     BudgetTick,
-    Event,
     RunFinished,
     RunStarted,
     SearchRequested,
@@ -105,19 +103,15 @@ def test_coalesce_progress_rejects_non_positive_interval() -> None:
         operators.coalesce_progress(0)
 
 
-def test_coalesce_progress_sends_callback_errors_downstream() -> None:
+def test_coalesce_progress_passes_an_upstream_error_on_after_what_it_let_through() -> None:
     values = {"t": tick(1), "a": search(2)}
-
-    def boom(e: Event) -> Event:
-        if e.seq == 2:
-            raise RuntimeError("user bug")
-        return e
-
+    error = RuntimeError("provider bug")
     with marbles_testing() as (start, _cold, hot, _exp):
-        source = hot("-t-a-|", values)
-        results = start(source.pipe(operators.coalesce_progress(1.0), ops.map(boom)))
-        kinds = [r.value.kind for r in results]
-        assert kinds == ["N", "E"]
+        source = hot("-t-a-#", values, error)
+        results = start(source.pipe(operators.coalesce_progress(1.0)))
+    assert _timeline(results)[:2] == [(201.0, "N", 1), (203.0, "N", 2)]
+    assert [r.value.kind for r in results] == ["N", "N", "E"]
+    assert results[-1].time == 205.0 and results[-1].value.exception is error
 
 
 def test_budget_watch_turns_ticks_into_exhaustion_once() -> None:

@@ -59,7 +59,8 @@ async def test_stalled_sink_never_blocks_publish_and_memory_stays_bounded() -> N
         stream.publish(SearchRequested(query="q"))
     stream.publish(RunFinished(outcome="answered"))
     await asyncio.wait_for(quick_sub.wait(), 5)
-    assert fast == list(range(1, stream.last_seq + 1)) or fast[-1] == stream.last_seq
+    assert fast == list(range(1, stream.last_seq + 1))  # a roomy subscriber misses nothing
+    assert quick_sub.detached_reason is None
     assert slow.detached_reason is not None and "buffer full" in slow.detached_reason
     assert any(name == "slow-socket" for name, _ in stream.detached)
     gate.set()
@@ -75,18 +76,30 @@ async def test_terminal_event_is_delivered_or_the_subscriber_is_told_why() -> No
         await gate.wait()
         got.append(e.type)
 
+    roomy_got: list[str] = []
+
+    async def roomy_slow(e: Event) -> None:
+        await gate.wait()
+        roomy_got.append(e.type)
+
     sub = AsyncSubscriber(slow, name="tab", maxsize=4).attach(stream)
+    roomy = AsyncSubscriber(roomy_slow, name="roomy", maxsize=8).attach(stream)
     for i in range(4):
         stream.publish(AnswerDelta(text=str(i)))
-    await asyncio.sleep(0)  # the consumer takes one event into the sink
+    await asyncio.sleep(0)  # the consumers take one event into the sink
     stream.publish(AnswerDelta(text="x"))
     stream.publish(RunFinished(outcome="answered"))
     gate.set()
     await asyncio.wait_for(sub.wait(), 5)
-    if sub.detached_reason is None:
-        assert got[-1] == "run.finished"
-    else:
-        assert "could not deliver" in sub.detached_reason
+    await asyncio.wait_for(roomy.wait(), 5)
+    # room left: the terminal event arrives, last, after everything before it
+    assert roomy.detached_reason is None
+    assert roomy_got == ["answer.delta"] * 5 + ["run.finished"]
+    # a full buffer: the subscriber is cut off and told which terminal event it missed
+    assert sub.detached_reason is not None
+    assert "could not deliver run.finished" in sub.detached_reason
+    assert "run.finished" not in got
+    assert any(name == "tab" for name, _ in stream.detached)
 
 
 async def test_progress_events_are_dropped_before_normal_ones() -> None:

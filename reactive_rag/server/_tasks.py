@@ -1,46 +1,43 @@
-"""HTTP routes for background tasks, mounted by the server.
-
-The server mounts them with :func:`setup_routes` (its hook): the routes, the
-tenant and collection checks of ``reactive_rag.server``, and a manager over the
-server's store and index, started (resuming unfinished tasks) after the store
-opens and stopped before it closes. Any other aiohttp app mounts them with::
-
-    app[TASK_MANAGER] = TaskManager(store, index)
-    app[TASK_TENANT] = lambda request: tenant_name      # optional; default "local"
-    app[TASK_ALLOWS] = lambda request, collection: ...  # optional; default: all
-    app.add_routes(task_routes)
-    app.cleanup_ctx.append(tasks_context)  # resumes unfinished tasks, stops on exit
+"""HTTP routes for background tasks (:mod:`reactive_rag.tasks`), mounted by ``create_app``.
 
 Routes: ``POST /v1/tasks`` ``{"collection", "doc_id"}`` -> 201 with the task;
 ``GET /v1/tasks/{task_id}``; ``GET /v1/tasks/{task_id}/events`` as SSE
 (``id: <attempt>.<seq>``; ``Last-Event-ID`` of the same attempt resumes after
 that event, one of an earlier attempt, i.e. before a restart, replays the
 current attempt from its start). The stream ends after ``task.finished``.
+
+Tenants and collection scope are the server's (:func:`request_tenant`);
+errors are the server's problems. :func:`mount_tasks` adds the routes and a
+manager over the server's store and engine index, started (resuming unfinished
+tasks) after the store opens and stopped before it closes. A test app may
+instead set ``app[TASK_MANAGER]`` itself (with ``AUTH_KEY`` and the problem
+middleware), add ``task_routes`` and append ``tasks_context`` to its
+``cleanup_ctx``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
 
-from streams import Event, EventBridge, RunStream, encode_json
+from streams import Event, EventBridge, RunStream
 
 from ..store import BackgroundTask
-from ._events import TaskFinished
-from ._exceptions import DocumentNotFound, UnknownTask
-from ._manager import TaskManager
+from ..tasks import DocumentNotFound, TaskFinished, TaskManager, UnknownTask
+from ._exceptions import Problem
+from ._problems import make_problem
+from ._requests import ENGINE_KEY, STORE_KEY, json_body, request_tenant
+from ._sse import format_event
 
 __all__ = [
-    "TASK_ALLOWS",
+    "FOLLOW_BUFFER",
     "TASK_MANAGER",
-    "TASK_PROBLEM_CODES",
-    "TASK_TENANT",
-    "openapi_paths",
-    "setup_routes",
+    "TASK_MAX_BODY",
+    "mount_tasks",
+    "task_openapi_paths",
     "task_routes",
     "task_view",
     "tasks_context",
@@ -49,41 +46,10 @@ __all__ = [
 TASK_MANAGER = web.AppKey("task_manager", TaskManager)
 """The application's task manager (required by the routes)."""
 
-TenantResolver = Callable[[web.Request], str]
-
-TASK_TENANT: web.AppKey[TenantResolver] = web.AppKey("task_tenant")
-
-CollectionCheck = Callable[[web.Request, str], bool]
-
-TASK_ALLOWS: web.AppKey[CollectionCheck] = web.AppKey("task_allows")
-"""Whether the caller may read a collection; without it every collection is allowed."""
-"""Who is asking (may raise the server's 401); without it every caller is ``"local"``."""
-
-_MAX_BODY = 16 * 1024
+TASK_MAX_BODY = 16 * 1024
+"""The largest ``POST /v1/tasks`` body taken (bytes)."""
 
 task_routes = web.RouteTableDef()
-
-
-TASK_PROBLEM_CODES: dict[str, str] = {
-    "invalid_json": "The request body is not valid JSON",
-    "validation_failed": "The request is invalid",
-    "body_too_large": "The request body is too large",
-    "collection_forbidden": "Collection not allowed",
-    "document_not_found": "No such document",
-    "task_not_found": "No such task",
-}
-"""Every ``code`` the task routes answer with (same shapes and titles as the server's)."""
-
-
-def _problem(status: int, code: str, detail: str) -> web.Response:
-    body = {"type": f"urn:reactive-rag:problem:{code}", "title": TASK_PROBLEM_CODES[code],
-            "status": status, "code": code, "detail": detail}
-    return web.json_response(body, status=status, content_type="application/problem+json")
-
-
-def _tenant(request: web.Request) -> str:
-    resolve = request.app.get(TASK_TENANT)
-    return "local" if resolve is None else resolve(request)
 
 
 def task_view(task: BackgroundTask) -> dict[str, Any]:
@@ -100,41 +66,40 @@ def task_view(task: BackgroundTask) -> dict[str, Any]:
     }
 
 
+def _task_not_found() -> Problem:
+    return make_problem(404, "task_not_found", "no such task")
+
+
 @task_routes.post("/v1/tasks")
 async def create_task(request: web.Request) -> web.Response:
     """Start a whole-document summary in the background."""
-    tenant = _tenant(request)
-    if request.content_length is not None and request.content_length > _MAX_BODY:
-        return _problem(413, "body_too_large", f"the body may be at most {_MAX_BODY} bytes")
-    try:
-        body = json.loads(await request.read())
-    except (ValueError, RecursionError):  # a deeply nested body is just not JSON we take
-        return _problem(400, "invalid_json", "the body is not JSON")
+    tenant = request_tenant(request)
+    body = await json_body(request, TASK_MAX_BODY, check_media_type=False)
     if not isinstance(body, dict) or set(body) - {"collection", "doc_id"} or not all(
             isinstance(body.get(k), str) and body[k] for k in ("collection", "doc_id")):
-        return _problem(422, "validation_failed",
-                        "expected {\"collection\": str, \"doc_id\": str} and nothing else")
-    allows = request.app.get(TASK_ALLOWS)
-    if allows is not None and not allows(request, body["collection"]):
+        raise make_problem(422, "validation_failed",
+                           "expected {\"collection\": str, \"doc_id\": str} and nothing else")
+    if not tenant.allows(body["collection"]):
         # Same answer whether the collection exists or not.
-        return _problem(403, "collection_forbidden",
-                        f"you may not read collection {body['collection']!r}")
+        raise make_problem(403, "collection_forbidden",
+                           f"you may not read collection {body['collection']!r}")
     manager = request.app[TASK_MANAGER]
     try:
-        task = await manager.submit_summary(body["collection"], body["doc_id"], tenant=tenant)
+        task = await manager.submit_summary(body["collection"], body["doc_id"],
+                                            tenant=tenant.name)
     except (DocumentNotFound, ValueError) as exc:
-        return _problem(404, "document_not_found", str(exc))
+        raise make_problem(404, "document_not_found", str(exc)) from None
     return web.json_response(task_view(task), status=201)
 
 
 @task_routes.get("/v1/tasks/{task_id}")
 async def get_task(request: web.Request) -> web.Response:
     """The task's status, progress and (once done) result."""
+    tenant = request_tenant(request)
     try:
-        task = await request.app[TASK_MANAGER].get(request.match_info["task_id"],
-                                                   _tenant(request))
+        task = await request.app[TASK_MANAGER].get(request.match_info["task_id"], tenant.name)
     except UnknownTask:
-        return _problem(404, "task_not_found", "no such task")
+        raise _task_not_found() from None
     return web.json_response(task_view(task))
 
 
@@ -149,12 +114,13 @@ def _resume_after(request: web.Request, attempt: int) -> int:
 @task_routes.get("/v1/tasks/{task_id}/events")
 async def task_events(request: web.Request) -> web.StreamResponse:
     """The task's events as server-sent events, until ``task.finished``."""
+    tenant = request_tenant(request)
     manager = request.app[TASK_MANAGER]
     task_id = request.match_info["task_id"]
     try:
-        task = await manager.get(task_id, _tenant(request))
+        task = await manager.get(task_id, tenant.name)
     except UnknownTask:
-        return _problem(404, "task_not_found", "no such task")
+        raise _task_not_found() from None
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                            "Cache-Control": "no-cache"})
     await response.prepare(request)
@@ -165,21 +131,17 @@ async def task_events(request: web.Request) -> web.StreamResponse:
             final = TaskFinished(task_id=task_id, status=_final_status(task),
                                  result=task.result if task.status.value == "done" else None,
                                  error=task.error or "")
-            await response.write(_frame("0.1", final))
+            await response.write(format_event(final, event_id="0.1"))
         else:
             attempt = manager.attempt(task_id)
             async for event in _follow(stream, _resume_after(request, attempt)):
-                await response.write(_frame(f"{attempt}.{event.seq}", event))
+                await response.write(format_event(event, event_id=f"{attempt}.{event.seq}"))
         await response.write_eof()
     return response
 
 
 def _final_status(task: BackgroundTask) -> Any:
     return task.status.value if task.status.final else "failed"
-
-
-def _frame(event_id: str, event: Event) -> bytes:
-    return f"id: {event_id}\nevent: {event.type}\ndata: {encode_json(event)}\n\n".encode()
 
 
 FOLLOW_BUFFER = 256
@@ -223,23 +185,19 @@ async def _follow(stream: RunStream, after: int) -> AsyncIterator[Event]:
 
 
 async def tasks_context(app: web.Application) -> AsyncIterator[None]:
-    """``cleanup_ctx``: resume unfinished tasks at start-up, stop the workers at shutdown."""
+    """``cleanup_ctx`` for an app that set ``app[TASK_MANAGER]``: start it, stop it at exit."""
     manager = app[TASK_MANAGER]
     await manager.start()
     yield
     await manager.aclose()
 
 
-def setup_routes(app: web.Application) -> None:
-    """Mount the task routes on the ``reactive_rag.server`` application (its extras hook).
+def mount_tasks(app: web.Application) -> None:
+    """Add the task routes to the server's application, with a manager built at start-up.
 
-    Tenants and collection scope come from the server's authentication; the
-    manager is built at start-up over the server's store and engine index.
+    The manager runs over the server's store and engine index; it starts
+    (resuming unfinished tasks) once the store is open and stops before it closes.
     """
-    from ..server import ENGINE_KEY, STORE_KEY, request_tenant
-
-    app[TASK_TENANT] = lambda request: request_tenant(request).name
-    app[TASK_ALLOWS] = lambda request, collection: request_tenant(request).allows(collection)
     app.add_routes(task_routes)
 
     async def start(app: web.Application) -> None:
@@ -258,7 +216,7 @@ def setup_routes(app: web.Application) -> None:
     app.on_shutdown.append(stop)
 
 
-def openapi_paths() -> dict[str, Any]:
+def task_openapi_paths() -> dict[str, Any]:
     """OpenAPI 3.1 path items of the task routes, for the server's document to merge."""
     problem = {"$ref": "#/components/schemas/Problem"}
     www_authenticate = {"WWW-Authenticate": {"required": True, "schema": {"type": "string"}}}
