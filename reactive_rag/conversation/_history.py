@@ -10,10 +10,10 @@ it came from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from actors.text import split_sentences
 from streams import EvidenceChunk
 
 __all__ = ["FOLD_EVERY", "SUMMARY_TOKENS", "VERBATIM", "HistorySummary", "Turn", "fold",
@@ -22,7 +22,6 @@ __all__ = ["FOLD_EVERY", "SUMMARY_TOKENS", "VERBATIM", "HistorySummary", "Turn",
 VERBATIM = 2
 FOLD_EVERY = 3
 SUMMARY_TOKENS = 200
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +69,8 @@ def history_text(summary: HistorySummary, turns: Sequence[Turn]) -> str:
 
 
 def _line(turn: Turn) -> str:
-    first = _SENTENCE_END.split(turn.answer.strip(), maxsplit=1)[0] if turn.answer else ""
+    spans = split_sentences(turn.answer) if turn.answer else []
+    first = turn.answer[spans[0][0]:spans[0][1]] if spans else ""
     return f"{turn.standalone} -> {first or turn.outcome} [run {turn.run_id}]"
 
 
