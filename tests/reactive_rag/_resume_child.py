@@ -13,15 +13,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from pathlib import Path
-
-from aiohttp import web
 
 from reactive_rag._engine import Engine
 from reactive_rag.index import CorpusIndex
-from reactive_rag.server import ServerConfig, create_app
+from reactive_rag.server import ServerConfig
 
-from ._server_child import SleepyPlanner
+from ._server_child import SleepyPlanner, serve_forever
 
 OWNER = "resume-child"
 """The child's configured owner: a restarted child interrupts its crashed runs at once."""
@@ -31,18 +28,7 @@ async def main(index_root: str, store_path: str, port_file: str) -> None:
     engine = Engine(CorpusIndex(index_root), planner=SleepyPlanner)
     config = ServerConfig(store=store_path, port=0, default_collections=("demo",), owner=OWNER,
                           resume_interrupted=os.environ.get("CHILD_RESUME_INTERRUPTED") == "1")
-    runner = web.AppRunner(create_app(config, engine=engine))
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    _publish_port(runner.addresses[0][1], port_file)
-    await asyncio.Event().wait()
-
-
-def _publish_port(port: int, port_file: str) -> None:
-    tmp = Path(port_file + ".tmp")
-    tmp.write_text(str(port))
-    tmp.replace(port_file)
+    await serve_forever(config, engine, port_file)
 
 
 if __name__ == "__main__":

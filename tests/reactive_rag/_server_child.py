@@ -40,12 +40,16 @@ async def main(index_root: str, store_path: str, port_file: str) -> None:
     engine = Engine(CorpusIndex(index_root, HashingEmbedder()), planner=SleepyPlanner)
     config = ServerConfig(store=store_path, port=0, default_collections=("demo",),
                           owner=OWNER)
+    await serve_forever(config, engine, port_file)
+
+
+async def serve_forever(config: ServerConfig, engine: Engine, port_file: str) -> None:
+    """Serve on a free loopback port, write it to ``port_file`` (atomically), run until killed."""
     runner = web.AppRunner(create_app(config, engine=engine))
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = runner.addresses[0][1]
-    _publish_port(port, port_file)
+    _publish_port(runner.addresses[0][1], port_file)
     await asyncio.Event().wait()
 
 
