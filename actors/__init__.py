@@ -4,7 +4,16 @@ Knows ``streams``; knows nothing of the application above it.
 """
 
 from ._actor import Actor, ActorContext, error_info
-from ._exceptions import ActorError, ActorStartError, MailboxFull
+from ._exceptions import (
+    ActorError,
+    ActorStartError,
+    MailboxFull,
+    RayNotInstalled,
+    RemoteActorDied,
+    RemoteActorError,
+    RemoteCallFailed,
+)
+from ._ray import RayOptions, RayPlacement, RemoteActor, init_ray, ray_module
 from ._runtime import ActorRun, ActorStats, EdgeOperator
 from ._sqlite import enable_wal
 
@@ -17,6 +26,15 @@ __all__ = [
     "ActorStats",
     "EdgeOperator",
     "MailboxFull",
+    "RayNotInstalled",
+    "RayOptions",
+    "RayPlacement",
+    "RemoteActor",
+    "RemoteActorDied",
+    "RemoteActorError",
+    "RemoteCallFailed",
     "enable_wal",
     "error_info",
+    "init_ray",
+    "ray_module",
 ]

@@ -4,12 +4,24 @@ Hierarchy::
 
     ActorError
     ├── MailboxFull (RuntimeError)     a request met a full mailbox; answered with a failure
-    └── ActorStartError (RuntimeError) an actor's on_start raised; the run ends as failed
+    ├── ActorStartError (RuntimeError) an actor's on_start raised; the run ends as failed
+    ├── RayNotInstalled (ImportError)  a remote placement without the `ray` extra
+    └── RemoteActorError (RuntimeError) a remote actor call failed outside its handler
+        ├── RemoteActorDied            the Ray worker died mid-call (restarting or gone)
+        └── RemoteCallFailed           the call reached no handler (cancelled, bad reply)
 """
 
 from __future__ import annotations
 
-__all__ = ["ActorError", "ActorStartError", "MailboxFull"]
+__all__ = [
+    "ActorError",
+    "ActorStartError",
+    "MailboxFull",
+    "RayNotInstalled",
+    "RemoteActorDied",
+    "RemoteActorError",
+    "RemoteCallFailed",
+]
 
 
 class ActorError(Exception):
@@ -24,3 +36,22 @@ class MailboxFull(ActorError, RuntimeError):
 
 class ActorStartError(ActorError, RuntimeError):
     """An actor's ``on_start`` hook raised."""
+
+
+class RayNotInstalled(ActorError, ImportError):
+    """A remote placement was asked for, but Ray is not installed (the ``ray`` extra)."""
+
+
+class RemoteActorError(ActorError, RuntimeError):
+    """A remote actor call failed outside the handler (the handler's own errors are answered
+    by its ``on_failure`` on the worker)."""
+
+
+class RemoteActorDied(RemoteActorError):
+    """The Ray actor process died (or was restarting) while this request was in it."""
+
+    retryable = True
+
+
+class RemoteCallFailed(RemoteActorError):
+    """The remote call ended without a handler's answer (cancelled remotely, garbled reply)."""

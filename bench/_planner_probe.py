@@ -35,11 +35,8 @@ import Stemmer
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from reactive_rag.agent._offline_planner import (  # noqa: E402
-    OfflinePlanner,
-    _PoolScorer,
-    select_evidence,
-)
+from reactive_rag.agent import OfflinePlanner, select_evidence  # noqa: E402
+from reactive_rag.agent._evidence_pick import PoolScorer  # noqa: E402
 from reactive_rag.agent._policy import PlannerView  # noqa: E402
 from reactive_rag.run import saturated  # noqa: E402
 from streams import EvidenceChunk, QueryStat  # noqa: E402
@@ -146,7 +143,7 @@ async def run_planner(
 
 def _question_top(question: str, pool: list[EvidenceChunk], k: int) -> list[EvidenceChunk]:
     # Stand-in for a final rerank against the question alone (BM25 over the pool).
-    scores = _PoolScorer(pool).scores(question)
+    scores = PoolScorer(pool).scores(question)
     order = sorted(range(len(pool)), key=lambda i: (-scores[i], i))
     return [pool[i] for i in order[:k]]
 

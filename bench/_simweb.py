@@ -50,7 +50,7 @@ if str(ROOT) not in sys.path:
 
 from actors.scrape import FetchConfig, ScrapeConfig, ScraperActor, UrlGuard  # noqa: E402
 from actors.scrape._guard import static_results  # noqa: E402
-from actors.text import STOPWORDS, normalize_url  # noqa: E402
+from actors.text import STOPWORDS, normalize_url, split_sentences  # noqa: E402
 from reactive_rag.index._bm25 import Bm25, top_k  # noqa: E402
 
 __all__ = [
@@ -135,7 +135,8 @@ def _slug(text: str, limit: int = 60) -> str:
 
 
 def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
+    flat = " ".join(text.split())
+    return [flat[a:b] for a, b in split_sentences(flat)]
 
 
 def _paragraphs(text: str, rng: random.Random) -> list[str]:

@@ -122,7 +122,7 @@ class Tally:
         self.answered += result.outcome in ("answered", "answered_from_evidence")
         if golds is not None and result.outcome in ANSWERED_WITH_TEXT:
             self.contains_gold += contains_gold(result.answer, golds)
-        self.fabricated += fabricated(result)
+        self.fabricated += fabricated(result)[1]  # plain-substring failures (the headline test)
         self.seconds += seconds
 
     def rate(self, count: int) -> float:

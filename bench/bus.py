@@ -42,6 +42,7 @@ from streams import (
     PlanDecided,
     RunFinished,
     RunStream,
+    ToolCall,
     decode_json,
     decode_msgpack,
     encode_json,
@@ -219,7 +220,8 @@ def _interleaved_medians(fs: Sequence[Callable[[], float]], repeat: int) -> list
 
 
 def _typical_event() -> PlanDecided:
-    return PlanDecided(action="search", reason="x" * 500, args={"query": "q", "k": 10},
+    call = ToolCall(id="p1-0", tool="search", args={"query": "q", "k": 10})
+    return PlanDecided(action="search", reason="x" * 500, calls=(call,),
                        run_id="run-1234", seq=42, ts=time.time(), actor="planner", cause=41)
 
 

@@ -215,6 +215,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         base = f"http://127.0.0.1:{port}"
         rows = []
         async with ClientSession(connector=TCPConnector(limit=0)) as session:
+            await fan_out(app, session, base, args.runs, 0, port)  # warm-up: models, caches
             baseline = await fan_out(app, session, base, args.runs, 0, port)
             for n in (1, 10, 100):
                 rows.append(await fan_out(app, session, base, args.runs, n, port,

@@ -5,9 +5,9 @@
 Rows (all measured in this run, on this machine):
 - publish cost with and without a recorder subscribed (the run must not feel it);
 - events/s made durable by the batching recorder, vs the baseline of one
-  transaction per event (SQLite), and the same on Redis when a server is
-  reachable (``REACTIVE_RAG_TEST_REDIS_URL``, else ``scripts/start-test-services.sh``
-  is tried);
+  transaction per event (SQLite), and the same on Redis and PostgreSQL when a
+  server is reachable (``REACTIVE_RAG_TEST_REDIS_URL``/``_POSTGRES_URL``, else
+  ``scripts/start-test-services.sh`` is tried);
 - attach latency: from ``attach(after_seq=0)`` on a live run with a stored
   tail until the attacher has caught up with the live edge;
 - the cost of commit-before-deliver: p50/p99 ms from publish to a client for
@@ -15,7 +15,8 @@ Rows (all measured in this run, on this machine):
   through ``attach`` (what clients get), the same events of one run.
 
 With ``--json`` the last line is one JSON object with ``sqlite_events_per_s``,
-``redis_events_per_s`` (null without a server), ``attach_ms`` and the rest.
+``redis_events_per_s``/``postgres_events_per_s`` (null without a server),
+``attach_ms`` and the rest.
 """
 
 from __future__ import annotations
@@ -35,14 +36,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from reactive_rag.store import Recorder, RedisRunStore, RunMeta, RunStore, SqliteRunStore
+from reactive_rag.store import (
+    PostgresRunStore,
+    Recorder,
+    RedisRunStore,
+    RunMeta,
+    RunStore,
+    SqliteRunStore,
+)
 from streams import Event, EventBridge, RunFinished, RunStarted, RunStream, SearchRequested
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def redis_url() -> str | None:
-    url = os.environ.get("REACTIVE_RAG_TEST_REDIS_URL")
+    return service_url("REACTIVE_RAG_TEST_REDIS_URL")
+
+
+def postgres_url() -> str | None:
+    return service_url("REACTIVE_RAG_TEST_POSTGRES_URL")
+
+
+def service_url(variable: str) -> str | None:
+    """A test server's URL: from the environment, else from start-test-services.sh."""
+    url = os.environ.get(variable)
     if url:
         return url
     try:
@@ -53,7 +70,7 @@ def redis_url() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     for line in out.splitlines():
-        if "REACTIVE_RAG_TEST_REDIS_URL=" in line:
+        if f"{variable}=" in line:
             return line.split("=", 1)[1].strip()
     return None
 
@@ -204,6 +221,10 @@ async def bench_backend(store: RunStore, args: argparse.Namespace) -> dict[str, 
             keys = [k async for k in store._client.scan_iter(match=f"{store.prefix}*")]
             for i in range(0, len(keys), 500):
                 await store._client.delete(*keys[i:i + 500])
+        if isinstance(store, PostgresRunStore):
+            schema = store.schema
+            await store._autocommit(
+                lambda conn: conn.execute(f'DROP SCHEMA "{schema}" CASCADE'))
     return result
 
 
@@ -239,6 +260,10 @@ async def main() -> None:
     url = redis_url()
     redis = await bench_backend(
         RedisRunStore(url, prefix=f"bench-{uuid.uuid4().hex[:8]}:"), args) if url else None
+    pg_url = postgres_url()
+    postgres = await bench_backend(
+        PostgresRunStore(pg_url, schema=f"bench_{uuid.uuid4().hex[:8]}"), args) \
+        if pg_url else None
 
     rows = [
         ("publish, no subscriber (us/event)", bare, 1.0),
@@ -259,12 +284,25 @@ async def main() -> None:
             (f"redis: attach to live edge, {args.tail} stored (ms)", redis["attach_ms"], None),
             *latency_rows("redis", redis),
         ]
+    if postgres is not None:
+        rows += [
+            ("postgres: 1 txn per event (events/s)",
+             postgres["baseline_per_event_events_per_s"], 1.0),
+            ("postgres: recorder, batched (events/s)", postgres["events_per_s"],
+             postgres["events_per_s"] / postgres["baseline_per_event_events_per_s"]),
+            ("postgres: replay (events/s)", postgres["replay_events_per_s"], None),
+            (f"postgres: attach to live edge, {args.tail} stored (ms)", postgres["attach_ms"],
+             None),
+            *latency_rows("postgres", postgres),
+        ]
     print(f"run store benchmark: {args.runs} concurrent runs x {args.events} events")
     print(f"{'measure':<52} {'value':>12} {'ratio':>8}")
     for name, value, ratio in rows:
         print(f"{name:<52} {value:>12,.1f} {'' if ratio is None else f'{ratio:.2f}x':>8}")
     if redis is None:
         print("redis: no server (set REACTIVE_RAG_TEST_REDIS_URL or install redis-server)")
+    if postgres is None:
+        print("postgres: no server (set REACTIVE_RAG_TEST_POSTGRES_URL or install postgresql)")
     if args.json:
         print(json.dumps({
             "sqlite_events_per_s": round(sqlite["events_per_s"], 1),
@@ -273,11 +311,15 @@ async def main() -> None:
             "redis_events_per_s": None if redis is None else round(redis["events_per_s"], 1),
             "attach_ms": round(sqlite["attach_ms"], 2),
             "redis_attach_ms": None if redis is None else round(redis["attach_ms"], 2),
+            "postgres_events_per_s": None if postgres is None else round(
+                postgres["events_per_s"], 1),
+            "postgres_attach_ms": None if postgres is None else round(postgres["attach_ms"], 2),
             "sqlite_replay_events_per_s": round(sqlite["replay_events_per_s"], 1),
             "publish_us_bare": round(bare, 3),
             "publish_us_with_recorder": round(recorded, 3),
             **{f"{backend}_{key}": round(value, 3)
-               for backend, figures in (("sqlite", sqlite), ("redis", redis or {}))
+               for backend, figures in (("sqlite", sqlite), ("redis", redis or {}),
+                                        ("postgres", postgres or {}))
                for key, value in figures.items() if key.startswith(("uncommitted", "committed"))},
         }))
 

@@ -13,6 +13,7 @@ def _parser() -> argparse.ArgumentParser:
     from ._cli_ask import add_ask_commands
     from ._cli_chat import add_chat_commands
     from ._cli_index import add_index_commands
+    from ._cli_mcp import add_mcp_commands
     from ._cli_resume import add_resume_commands
     from ._cli_serve import add_serve_commands
 
@@ -26,6 +27,7 @@ def _parser() -> argparse.ArgumentParser:
     add_index_commands(sub)
     add_serve_commands(sub)
     add_resume_commands(sub)
+    add_mcp_commands(sub)
     return parser
 
 

@@ -32,8 +32,10 @@ from actors.search import Searcher
 from streams import AsyncSubscriber, ConflictDetected, OverflowPolicy
 
 from ._chat_setup import CHAT_QUIRKS, chat_policies
+from ._cli_store import add_store_options, store_result, warn_unstored
 from ._console import EventPrinter, conflict_sides
 from ._engine import Engine, RunResult
+from ._research import credibility_from
 from .agent import ChatEntailment, PlannerPolicy, WriterPolicy
 from .cassette import (
     Cassette,
@@ -61,6 +63,7 @@ def add_ask_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "event stream live, then the answer with numbered citations and their quotes.")
     ask.add_argument("question", nargs="?", help="the question (with --replay: the recorded one)")
     add_run_setup_options(ask)
+    add_store_options(ask)
     ask.set_defaults(func=_cmd_ask, default_question=None)
     demo = subparsers.add_parser(
         "demo", help="index the bundled default corpus (first time) and answer a question",
@@ -68,6 +71,7 @@ def add_ask_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
         "a real question over it, showing the whole run.")
     demo.add_argument("question", nargs="?", help=f"default: {DEMO_QUESTION!r}")
     add_run_setup_options(demo)
+    add_store_options(demo)
     demo.set_defaults(func=_cmd_ask, default_question=DEMO_QUESTION)
 
 
@@ -84,7 +88,10 @@ def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -
                    help="override a budget limit, e.g. max_tool_calls=4 or wall_s=30")
     if one_run:
         p.add_argument("--json", action="store_true",
-                       help="print the result as one JSON object")
+                       help="print the result as one JSON object, and nothing else "
+                            "(no live view or notes on stderr unless --verbose)")
+        p.add_argument("--verbose", "-v", action="store_true",
+                       help="with --json: also show the live view and notes on stderr")
     p.add_argument("--quiet", "-q", action="store_true", help="no live event view")
     p.add_argument("--progress", action="store_true", help="show budget ticks in the live view")
     p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
@@ -95,10 +102,11 @@ def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -
                         "(default: $REACTIVE_RAG_CHAT_URL; none: offline policies)")
     p.add_argument("--model", default=os.environ.get("REACTIVE_RAG_CHAT_MODEL", "default"),
                    help="model name sent to the chat server")
-    p.add_argument("--model-quirks", choices=("none", "llama-cpp-python"),
+    p.add_argument("--model-quirks", choices=CHAT_QUIRKS,
                    default=os.environ.get("REACTIVE_RAG_CHAT_QUIRKS", "none"),
                    help="work around a server's limits (llama-cpp-python: no streamed tool "
-                        "calls, tool results sent as user messages)")
+                        "calls, tool results sent as user messages; no-tool-template: "
+                        "tool calls through a JSON-schema-constrained reply)")
     p.add_argument("--entailment-url", default=os.environ.get("REACTIVE_RAG_ENTAILMENT_URL"),
                    help="OpenAI-compatible chat server that must also judge that each quote "
                         "entails its claim (default: $REACTIVE_RAG_ENTAILMENT_URL; none: the "
@@ -107,7 +115,7 @@ def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -
                    default=os.environ.get("REACTIVE_RAG_ENTAILMENT_MODEL", "default"),
                    help="model name sent to the entailment server")
     if not one_run:
-        p.set_defaults(json=False, record=None, replay=None)
+        p.set_defaults(json=False, verbose=False, record=None, replay=None)
         return
     tape = p.add_mutually_exclusive_group()
     tape.add_argument("--record", type=Path, metavar="FILE",
@@ -137,12 +145,18 @@ def parse_budget(items: list[str]) -> dict[str, Any]:
 
 def _cmd_ask(args: argparse.Namespace) -> int:
     console = Console(highlight=False, stderr=args.json)
+    if args.json and not args.verbose:
+        args.quiet = True  # --json: the one JSON object, nothing else unless asked
     try:
         budget = parse_budget(args.budget)
         result = asyncio.run(_ask(args, console, budget))
     except RunConfigError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         return 2
+    if args.keep:
+        problem = store_result(result, args.store)
+        if problem is not None:
+            warn_unstored(problem)
     return report_result(result, console, as_json=args.json)
 
 
@@ -183,7 +197,7 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
     engine = build_engine(args, setup)
     started = False
     try:
-        await ensure_default_corpus(engine, console, setup.start["collections"], args.json)
+        await ensure_default_corpus(engine, console, setup.start["collections"], args.quiet)
         handle = engine.start(**setup.start)
         started = True
         view: AsyncSubscriber | None = None
@@ -357,15 +371,10 @@ def _tell_cassette(cassette: Cassette) -> None:
                   "were never asked for: the run went another way than the recording")
 
 
-def credibility_from(settings: CredibilitySettings) -> Credibility:
-    """The credibility table a tenant's ``[credibility]`` settings describe."""
-    base = Credibility.defaults() if settings.defaults else Credibility()
-    return base.merged(domains=settings.domains, collections=settings.collections)
-
-
 def _build_default(engine: Engine, console: Console, quiet: bool) -> None:
-    console.print("[dim]Indexing the standard-library documentation (first run only; "
-                  "embeddings are cached on disk)…[/dim]")
+    if not quiet:
+        console.print("[dim]Indexing the standard-library documentation (first run only; "
+                      "embeddings are cached on disk)…[/dim]")
     bar_context: AbstractContextManager[Progress | None] = (
         nullcontext(None) if quiet else Progress(
             TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),

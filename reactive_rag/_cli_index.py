@@ -6,37 +6,59 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
+from ._cli_index_progress import estimate_line, open_reporter, progress_mode
 from .index import (
     STDLIB_COLLECTION,
     CollectionNotFound,
     CorpusError,
     CorpusIndex,
     IndexReport,
+    NothingToIndex,
     SearchFilter,
+    SkippedFile,
     SyncMode,
     chunk_url,
     stdlib_documents,
 )
 
-__all__ = ["add_index_commands", "main"]
+__all__ = ["DEFAULT_MAX_FILE_MB", "add_index_commands", "main"]
+
+#: ``--max-file-mb`` default: larger files are rarely prose worth embedding.
+DEFAULT_MAX_FILE_MB = 20.0
 
 
 def add_index_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register the ``index`` and ``search`` sub-commands on the main CLI parser."""
     p = subparsers.add_parser(
         "index", help="index a folder or file into a named collection",
-        description="Index txt/md/html(/pdf) files into a collection. Unchanged files are "
-        "not re-embedded; the new generation replaces the old one atomically. "
-        "PATH ':stdlib' indexes the Python standard library documentation.",
+        description="Index txt/md/rst/html(/pdf) files into a collection. Files already in it "
+        "are added or updated and the others kept (--sync: the collection becomes exactly "
+        "PATH). Unchanged files are not re-embedded; the new generation replaces the old "
+        "one atomically. Binary, undecodable, oversized and unsupported files and dangling "
+        "links are skipped and listed with a reason. PATH ':stdlib' indexes the Python "
+        "standard library documentation.",
     )
     p.add_argument("path", metavar="PATH", help="folder or file (or ':stdlib')")
     p.add_argument("--collection", "-c", required=True, help="collection name")
-    p.add_argument("--add", action="store_true",
-                   help="add/replace these documents, keep the others (default: sync)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--sync", action="store_true",
+                     help="make the collection exactly PATH: remove documents not under it")
+    how.add_argument("--add", action="store_true",
+                     help="add/update these documents and keep the others (the default)")
+    p.add_argument("--max-file-mb", type=_positive_mb, default=DEFAULT_MAX_FILE_MB,
+                   metavar="MB", help="skip files larger than this "
+                   f"(default {DEFAULT_MAX_FILE_MB:g})")
     p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print only the report as JSON on stdout, nothing on stderr unless "
+                        "--verbose (a large-job warning goes into the report's `warnings`)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="with --json: progress and warnings on stderr as without it")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
     p.set_defaults(func=_cmd_index)
 
     s = subparsers.add_parser("search", help="search a collection",
@@ -54,48 +76,61 @@ def add_index_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     s.set_defaults(func=_cmd_search)
 
 
-def _cmd_index(args: argparse.Namespace) -> int:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TaskID,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    index = CorpusIndex(args.root)
-    skipped: list[Path] = []
+def _positive_mb(text: str) -> float:
     try:
-        with Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), transient=True, disable=args.json) as bar:
-            tasks: dict[str, TaskID] = {}
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    index = CorpusIndex(args.root)
+    skipped: list[SkippedFile] = []
+    mode: SyncMode = "sync" if args.sync else "add"
+    machine = args.json and not args.verbose  # --json: stdout is the report, stderr silent
+    warnings: list[str] = []
+    try:
+        with open_reporter(progress_mode(quiet=args.quiet or machine)) as reporter:
 
             def progress(done: int, total: int, stage: str) -> None:
-                if stage not in tasks:
-                    tasks[stage] = bar.add_task(stage, total=total)
-                bar.update(tasks[stage], completed=done, total=total)
+                if stage == "embed" and done == 0:
+                    rate, measured = index.embed_rate()
+                    warning = estimate_line(total, rate, measured=measured)
+                    if warning is not None:
+                        warnings.append(warning)
+                        if not machine:
+                            reporter.warn(warning)
+                reporter(done, total, stage)
 
-            mode: SyncMode = "add" if args.add else "sync"
             if args.path == ":stdlib":
                 report = index.index_documents(args.collection, stdlib_documents(),
                                                mode=mode, progress=progress)
             else:
                 report = index.index_path(args.collection, args.path, mode=mode,
-                                          progress=progress, skipped=skipped)
+                                          progress=progress, skipped=skipped,
+                                          max_bytes=int(args.max_file_mb * 1e6))
+    except NothingToIndex as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        _print_skipped(exc.skipped, sys.stderr)
+        return 2
     except (CorpusError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
         index.close()
-    _print_report(report, skipped, as_json=args.json)
+    _print_report(report, skipped, as_json=args.json, warnings=warnings)
     return 0
 
 
-def _print_report(report: IndexReport, skipped: list[Path], *, as_json: bool) -> None:
+def _print_report(report: IndexReport, skipped: list[SkippedFile], *, as_json: bool,
+                  warnings: Sequence[str] = ()) -> None:
     if as_json:
-        data = {k: getattr(report, k) for k in report.__dataclass_fields__}
-        data["skipped"] = [str(p) for p in skipped]
+        data: dict[str, object] = {k: getattr(report, k) for k in report.__dataclass_fields__}
+        data["skipped"] = [s.to_json() for s in skipped]
+        data["warnings"] = list(warnings)
         print(json.dumps(data))
         return
     print(
@@ -105,8 +140,17 @@ def _print_report(report: IndexReport, skipped: list[Path], *, as_json: bool) ->
         f"removed {report.removed}; embedded {report.embedded_chunks} chunks "
         f"in {report.seconds:.1f}s"
     )
-    for p in skipped:
-        print(f"  skipped (unreadable or unsupported): {p}")
+    _print_skipped(skipped, sys.stdout)
+
+
+def _print_skipped(skipped: Sequence[SkippedFile], stream: TextIO) -> None:
+    if not skipped:
+        return
+    print(f"  skipped {len(skipped)} file(s):", file=stream)
+    width = max(len(s.reason) for s in skipped)
+    for s in skipped:
+        print(f"    {s.reason:<{width}}  {s.path}" + (f"  ({s.detail})" if s.detail else ""),
+              file=stream)
 
 
 def _cmd_search(args: argparse.Namespace) -> int:

@@ -28,12 +28,14 @@ from ._engine import Engine, RunResult
 from .index import CorpusIndex
 from .run import RunConfigError
 from .store import (
+    AmbiguousRunId,
     LeaseKeeper,
     Recorder,
     RunNotFound,
     RunNotResumable,
     RunStore,
     StoreError,
+    resolve_run_id,
 )
 
 __all__ = ["add_resume_commands"]
@@ -52,11 +54,15 @@ def add_resume_commands(subparsers: argparse._SubParsersAction[argparse.Argument
         "collections), showing the new events live; they are stored after the old ones.")
     resume.add_argument("run_id")
     resume.add_argument("--store", default=None,
-                        help="SQLite path or redis:// URL (default: the config's, else "
-                             "$REACTIVE_RAG_HOME/runs.db)")
+                        help="SQLite path, redis:// or postgresql:// URL (default: the "
+                             "config's, else $REACTIVE_RAG_HOME/runs.db)")
     resume.add_argument("--config", default=None, help="server TOML config (for its store)")
     resume.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
-    resume.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    resume.add_argument("--json", action="store_true",
+                        help="print the result as one JSON object, and nothing else "
+                             "(no live view on stderr unless --verbose)")
+    resume.add_argument("--verbose", "-v", action="store_true",
+                        help="with --json: also show the live view on stderr")
     resume.add_argument("--quiet", "-q", action="store_true", help="no live event view")
     resume.add_argument("--progress", action="store_true",
                         help="show budget ticks in the live view")
@@ -65,6 +71,8 @@ def add_resume_commands(subparsers: argparse._SubParsersAction[argparse.Argument
 
 def _cmd_resume(args: argparse.Namespace) -> int:
     console = Console(highlight=False, stderr=args.json)
+    if args.json and not args.verbose:
+        args.quiet = True
     try:
         result = asyncio.run(_resume(args, console))
     except _Refused as exc:
@@ -77,10 +85,11 @@ async def _resume(args: argparse.Namespace, console: Console) -> RunResult:
     from .server import ConfigError, ServerConfig, make_store
 
     try:
-        target = ServerConfig.load(args.config, store=args.store).store_target()
+        config = ServerConfig.load(args.config, store=args.store)
     except ConfigError as exc:
         raise _Refused(str(exc)) from None
-    store = make_store(target)  # an owner of our own; recovery as any writer does it
+    target = config.store_label()  # for messages: no password
+    store = make_store(config.store_target())  # an owner of our own; recovery as any writer does it
     try:
         await store.open()
     except StoreError as exc:
@@ -95,11 +104,14 @@ async def _resume(args: argparse.Namespace, console: Console) -> RunResult:
 
 
 async def _resume_in(store: RunStore, args: argparse.Namespace, console: Console) -> RunResult:
-    run_id = args.run_id
     try:
+        run_id = await resolve_run_id(store, args.run_id)  # a unique prefix will do
         record = await store.get_run(run_id)
     except RunNotFound:
-        raise _Refused(f"no run {run_id!r} in the store") from None
+        raise _Refused(f"no run {args.run_id!r} in the store") from None
+    except AmbiguousRunId as exc:
+        raise _Refused(f"run id {args.run_id!r} is ambiguous: it starts "
+                       f"{', '.join(exc.candidates)}; type more of it") from None
     if record.status != "interrupted":
         why = (" (a server may still be running it: it is marked interrupted once that "
                "server's lease expires)") if record.status == "running" else ""

@@ -8,19 +8,22 @@ import contextlib
 import json
 import logging
 import signal
+import socket
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from streams import Event, RunFinished, encode_json
 
+from ._bind import BindError, bind_listener
 from ._cli_ask import render_result
 from ._console import EventPrinter
 from ._engine import RunResult
+from ._timeline import build_timeline, render_timeline, terminal_width
 from .store import RunNotFound, RunStore
 
 if TYPE_CHECKING:
@@ -40,7 +43,8 @@ def add_serve_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     serve.add_argument("--port", type=int, default=None, help="TCP port (default 8080)")
     serve.add_argument("--config", default=None, help="TOML config file (tenants, store...)")
     serve.add_argument("--store", default=None,
-                       help="SQLite path or redis:// URL (default $REACTIVE_RAG_HOME/runs.db)")
+                       help="SQLite path, redis:// or postgresql:// URL "
+                            "(default $REACTIVE_RAG_HOME/runs.db)")
     serve.add_argument("--owner", default=None,
                        help="this server's stable name among the store's writers "
                             "(default: a unique id per process)")
@@ -58,6 +62,8 @@ def add_serve_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     replay.add_argument("--config", default=None)
     replay.add_argument("--json", action="store_true", help="events as JSON lines")
     replay.add_argument("--progress", action="store_true", help="show budget ticks")
+    replay.add_argument("--timeline", action="store_true",
+                        help="draw the run as swimlanes: a bar per request and reply, per actor")
     replay.set_defaults(func=_cmd_replay)
 
 
@@ -82,14 +88,35 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         logging.getLogger("reactive_rag.server").warning(
             "host %s ignored: without tenants the server only listens on 127.0.0.1",
             config.host)
-    _run_app(app, host=config.bind_host, port=config.port,
-             access_log_class=RedactingAccessLogger,
+    _mount_mcp(app)
+    try:  # before start-up opens the store or starts work: a taken port is one line
+        listener = bind_listener(config.bind_host, config.port)
+    except BindError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
+        return 2
+    _run_app(app, listener, access_log_class=RedactingAccessLogger,
              print=lambda msg: logging.getLogger("reactive_rag.server").info(
-                 "%s (store: %s)", msg.strip(), config.store_target()))
+                 "%s (store: %s)", msg.strip(), config.store_label()))
     return 0
 
 
-def _run_app(app: web.Application, *, host: str, port: int,
+_MCP_SDK = frozenset({"mcp", "mcp_types", "starlette", "sse_starlette", "httpx2"})
+
+
+def _mount_mcp(app: web.Application) -> None:
+    """``/mcp`` (the MCP tools, with the API's tenants) when the ``mcp`` extra is installed."""
+    try:
+        from .mcp import mount_mcp
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _MCP_SDK:
+            raise
+        logging.getLogger("reactive_rag.server").info(
+            "no /mcp endpoint: the MCP SDK is not installed (pip install 'reactive-rag[mcp]')")
+        return
+    mount_mcp(app)
+
+
+def _run_app(app: web.Application, listener: socket.socket, *,
              access_log_class: type[AbstractAccessLogger],
              print: Callable[[str], None]) -> None:
     """``web.run_app``, served by :class:`~reactive_rag.server.ProblemAppRunner`.
@@ -99,8 +126,9 @@ def _run_app(app: web.Application, *, host: str, port: int,
     them as JSON problems. Same defaults as ``run_app`` (keep-alive 75 s,
     shutdown timeout 60 s) and the same exit: SIGINT or SIGTERM stops
     listening, closes the app (runs cancelled, store closed) and returns.
+    ``listener`` is bound already (:func:`~reactive_rag._bind.bind_listener`).
     """
-    from aiohttp.web import TCPSite
+    from aiohttp.web import SockSite
 
     from .server import ProblemAppRunner
 
@@ -110,14 +138,17 @@ def _run_app(app: web.Application, *, host: str, port: int,
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         runner = ProblemAppRunner(app, access_log_class=access_log_class, keepalive_timeout=75.0)
-        await runner.setup()
         try:
-            site = TCPSite(runner, host, port)
-            await site.start()
-            print(f"======== Running on {site.name} ========\n(Press CTRL+C to quit)")
-            await stop.wait()
+            await runner.setup()
+            try:
+                site = SockSite(runner, listener)
+                await site.start()
+                print(f"======== Running on {site.name} ========\n(Press CTRL+C to quit)")
+                await stop.wait()
+            finally:
+                await runner.cleanup()
         finally:
-            await runner.cleanup()
+            listener.close()
 
     asyncio.run(serve())
 
@@ -133,11 +164,12 @@ async def _open_store(args: argparse.Namespace) -> RunStore:
 
 async def _open_store_or_say(args: argparse.Namespace) -> RunStore | None:
     """:func:`_open_store`, or ``None`` after saying on stderr why the store cannot be read."""
+    from .server import ConfigError
     from .store import StoreError
 
     try:
         return await _open_store(args)
-    except StoreError as exc:
+    except (StoreError, ConfigError) as exc:  # ConfigError: e.g. a malformed store URL
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}")
         return None
 
@@ -157,7 +189,10 @@ def _cmd_runs(args: argparse.Namespace) -> int:
                                   "question": r.question, "mode": r.mode,
                                   "created": r.created_at, "events": r.last_seq}))
             return 0
-        table = Table("run", "created", "status", "outcome", "events", "question")
+        # the whole id, never folded or cut however narrow the terminal: `replay` takes it
+        widest = max((len(r.run_id) for r in page.runs), default=3)
+        table = Table(Column("run", no_wrap=True, min_width=widest), "created", "status",
+                      "outcome", "events", "question")
         for r in page.runs:
             created = datetime.fromtimestamp(r.created_at, UTC).strftime("%Y-%m-%d %H:%M:%S")
             table.add_row(r.run_id, created, r.status, r.outcome or "", str(r.last_seq),
@@ -166,6 +201,21 @@ def _cmd_runs(args: argparse.Namespace) -> int:
         return 0
 
     return asyncio.run(go())
+
+
+async def _resolve_or_say(store: RunStore, prefix: str) -> str | None:
+    """The whole id a typed prefix stands for, or ``None`` after one line on stderr why not."""
+    from .store import AmbiguousRunId, resolve_run_id
+
+    try:
+        return await resolve_run_id(store, prefix)
+    except RunNotFound:
+        Console(stderr=True).print(f"[red]error:[/red] no run {escape(repr(prefix))} in the store")
+    except AmbiguousRunId as exc:
+        Console(stderr=True, soft_wrap=True).print(
+            f"[red]error:[/red] run id {escape(repr(prefix))} is ambiguous: it starts "
+            f"{escape(', '.join(exc.candidates))}; type more of it")
+    return None
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
@@ -177,13 +227,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         printer = EventPrinter(console, show_progress=args.progress)
         seen: list[Event] = []
         try:
-            events = store.events(args.run_id)
+            run_id = await _resolve_or_say(store, args.run_id)
+            if run_id is None:
+                return 2
+            events = store.events(run_id)
             try:
                 async for event in events:
                     seen.append(event)
                     if args.json:
                         print(encode_json(event))
-                    else:
+                    elif not args.timeline:
                         printer.print(event)
             except RunNotFound:
                 Console(stderr=True).print(f"[red]error:[/red] no run {args.run_id!r} in the store")
@@ -193,9 +246,14 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                     await events.aclose()  # type: ignore[attr-defined]
         finally:
             await store.close()
+        if args.json:
+            return 0  # the JSON lines alone (their last one shows whether the run ended)
+        if args.timeline:
+            render_timeline(build_timeline(seen), Console(highlight=False, width=terminal_width()))
+            return 0
         if not seen or not isinstance(seen[-1], RunFinished):
             console.print("[dim]the run has no run.finished event yet (still running?)[/dim]")
-        elif not args.json:
+        else:
             render_result(RunResult.from_events(seen), console)
         return 0
 

@@ -18,13 +18,15 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import logging
+import os
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from actors import Actor, ActorRun, EdgeOperator
+from actors import Actor, ActorRun, ActorStats, EdgeOperator
 from actors.models import Embedder
 from actors.providers import SearchProvider
 from actors.rerank import Credibility, Reranker, RerankerActor
@@ -43,8 +45,10 @@ from streams import (
     RunStarted,
     RunStream,
     SearchCompleted,
+    follow,
 )
 
+from ._placement import EnginePlacements, PlacementSpec
 from ._reader import ReaderActor
 from .agent import (
     AsyncEntailmentModel,
@@ -72,6 +76,7 @@ from .index import (
 from .run import (
     AnswerabilityJudge,
     Budget,
+    NoRunningLoop,
     RunConfigError,
     RunContext,
     RunController,
@@ -82,9 +87,11 @@ from .session import CompressingProvider, PriorEvidenceProvider, SessionKnowledg
 if TYPE_CHECKING:
     from .conversation import Conversation
 
-__all__ = ["Citation", "Engine", "RunHandle", "RunResult", "ask"]
+__all__ = ["Citation", "Engine", "RunHandle", "RunObserver", "RunResult", "ask"]
 
 Mode = Literal["agent", "rag"]
+
+log = logging.getLogger("reactive_rag")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +174,12 @@ class RunResult:
 
 
 class RunHandle:
-    """A started run: its stream to watch, and ways to wait for or cancel it."""
+    """A started run: its stream to watch, and ways to wait for or cancel it.
+
+    ``async for event in handle`` yields the run's events in ``seq`` order from
+    the first through ``run.finished``, then stops, whenever the loop starts
+    (the stream keeps its history); :meth:`events` starts after a given seq.
+    """
 
     def __init__(self, run_id: str, stream: RunStream) -> None:
         self.run_id = run_id
@@ -175,6 +187,26 @@ class RunHandle:
         self._run: ActorRun | None = None
         self._task: asyncio.Task[RunResult] | None = None
         self._cancel_reason: str | None = None
+
+    def events(self, after: int = 0) -> AsyncIterator[Event]:
+        """The run's events with ``seq > after``, in order, through its terminal event.
+
+        Past events come from the stream's history, later ones as they are
+        published, with no gap and no duplicate; a consumer slower than the run
+        holds at most a bounded buffer (see :func:`streams.follow`). Leaving the
+        loop early leaves the run alone. A resumed run's stored
+        ``run.finished(interrupted)`` is passed through, not taken as its end.
+
+        Raises:
+            ValueError: ``after`` is negative.
+        """
+        if after < 0:
+            raise ValueError(f"after must be >= 0, got {after}")
+        stream = self.stream
+        return follow(stream, after, until=lambda e: e is stream.finished)
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self.events()
 
     async def wait(self) -> RunResult:
         """The result once the run has finished (cancelling the waiter leaves the run alone)."""
@@ -204,6 +236,17 @@ class RunHandle:
     def done(self) -> bool:
         return self._task is not None and self._task.done()
 
+    def statistics(self) -> list[ActorStats]:
+        """Each actor's mailbox depth and counters (empty until the run's actors start)."""
+        return [] if self._run is None else self._run.statistics()
+
+
+RunObserver = Callable[[RunHandle], object]
+"""Called with each run's handle as it starts, before its first event (e.g. a tracer).
+
+An observer subscribes to ``handle.stream``; what it returns is ignored. One
+that raises is logged and skipped: watching a run never stops it.
+"""
 
 PlannerFactory = Callable[[], PlannerPolicy]
 WriterFactory = Callable[[], WriterPolicy]
@@ -236,6 +279,13 @@ class Engine:
         scraper: builds each web run's page scraper (default: ``ScraperActor()``,
             SSRF-guarded); a seam for other fetch settings and for recording or
             replaying the pages a run fetched (:mod:`reactive_rag.cassette`).
+        observers: called with every run's handle before its first event (and
+            every resumed run's): subscribers such as
+            :class:`~reactive_rag.observability.RunTracer` (OpenTelemetry spans).
+        placement: actors to run on Ray, e.g. ``{"reranker": "ray"}`` or
+            ``{"reranker": {"on": "ray", "num_cpus": 1, "replicas": 2}}``
+            (:class:`~actors.RayOptions`), or a started
+            :class:`~actors.RayPlacement` (:mod:`reactive_rag._placement`).
     """
 
     def __init__(
@@ -252,6 +302,8 @@ class Engine:
         judge: AnswerabilityJudge | None = judge_answerability,
         entailment: EntailmentModel | AsyncEntailmentModel | None = None,
         scraper: Callable[[], ScraperActor] | None = None,
+        observers: Sequence[RunObserver] = (),
+        placement: PlacementSpec | None = None,
     ) -> None:
         self.index = index if index is not None else CorpusIndex()
         self._embedder = embedder
@@ -265,6 +317,44 @@ class Engine:
         self._entailment = entailment
         self._scraper: Callable[[], ScraperActor] = scraper or ScraperActor
         self._runs: dict[str, RunHandle] = {}
+        self._observers = tuple(observers)
+        self._closers: list[Callable[[], Awaitable[None]]] = []  # what from_config built
+        self._placement = EnginePlacements(placement, embedder=lambda: self.embedder,
+                                           credibility=self.credibility,
+                                           custom_reranker=reranker is not None)
+        self._closers.append(self._placement.aclose)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        *,
+        index: CorpusIndex | None = None,
+        tenant: str = "default",
+        env: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Engine:
+        """An engine with the web search, chat model and judge a config file describes.
+
+        ``config`` is a TOML file or a mapping with optional ``[search]`` (the
+        ``search.toml`` schema of ``reactive-rag ask --web``), ``[chat]`` (a
+        server tenant's chat table) and ``[entailment]`` tables, or a server
+        config, whose ``[tenants.TENANT]`` is read; ``None`` reads what the CLI
+        reads from the environment. API keys come from ``env`` (default
+        ``os.environ``), never from the file. ``options`` go to the
+        constructor. The engine closes what it built in :meth:`aclose`.
+
+        Raises:
+            RunConfigError: a file or value the schemas refuse, an unknown
+                provider, a provider missing its key, URL or options, or an
+                unset ``api_key_env``: before any network call.
+        """
+        from ._research import load_engine_config, research_from
+
+        research = research_from(load_engine_config(config, tenant=tenant, env=env), env)
+        engine = cls(index, **(research.engine_options() | options))
+        engine._closers.extend(research.closers)
+        return engine
 
     @property
     def embedder(self) -> Embedder:
@@ -296,6 +386,7 @@ class Engine:
         """
         self.embedder.embed_queries(["warm up"])
         _ = self.reranker
+        self._placement.start_blocking()  # Ray replicas of placed actors (nothing if none)
 
     def ensure_stdlib_corpus(self, progress: Progress | None = None) -> bool:
         """Build the default collection (standard-library docs) unless it is current.
@@ -328,6 +419,7 @@ class Engine:
             RunConfigError: an empty question, unknown mode, bad budget or
                 unknown collection (nothing is started).
         """
+        _require_loop()
         if not question.strip():
             raise RunConfigError("the question is empty")
         if mode not in ("agent", "rag"):
@@ -361,6 +453,11 @@ class Engine:
         handle._task = asyncio.get_running_loop().create_task(drive,
                                                               name=f"run:{handle.run_id}")
         self._runs[handle.run_id] = handle
+        for observe in self._observers:  # before the task's first step: no event is missed
+            try:
+                observe(handle)
+            except Exception:
+                log.exception("run %s: observer %r failed to attach", handle.run_id, observe)
         # A finished run leaves the engine's table by itself (its events stay in
         # the handle and in any store), so a long-lived engine does not grow.
         def leave(_task: asyncio.Task[RunResult]) -> None:
@@ -399,6 +496,7 @@ class Engine:
                 version does not know, or the run is already going here
                 (nothing is started).
         """
+        _require_loop("Engine.resume()")
         log = list(events)
         started = next((e for e in log if isinstance(e, RunStarted)), None)
         if started is None:
@@ -500,7 +598,7 @@ class Engine:
             searcher = Searcher(providers, provider_timeout_s=budget.tool_call_s)
         searcher_actor = SearcherActor(searcher)
         searcher_actor.timeout_s = budget.tool_call_s
-        reranker = RerankerActor(self.reranker)
+        reranker = self._placement.actor("reranker") or RerankerActor(self.reranker)
         reranker.timeout_s = budget.tool_call_s
         planner = self._planner() if self._planner else OfflinePlanner()
         writer = (self._writer() if self._writer
@@ -574,6 +672,18 @@ class Engine:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     await handle._task
         self.index.close()
+        closers, self._closers = self._closers, []
+        for close in closers:
+            with contextlib.suppress(Exception):
+                await close()
+
+
+def _require_loop(what: str = "Engine.start()") -> None:
+    """Refuse, before anything is built, to start a run with no loop to run it on."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise NoRunningLoop(what) from None
 
 
 def _budget_dict(budget: Budget) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from ._events import (
     PlanRequested,
     PointRecalled,
     Priority,
+    ProviderCall,
     ProviderHealth,
     QueriesExpanded,
     QueryRewritten,
@@ -81,6 +82,7 @@ from ._exceptions import (
     UnknownEventType,
     UnsupportedVersion,
 )
+from ._follow import follow
 from ._sinks import AsyncSubscriber, SubscriberStats
 from ._stream import RunStream
 
@@ -127,6 +129,7 @@ __all__ = [
     "PlanRequested",
     "PointRecalled",
     "Priority",
+    "ProviderCall",
     "ProviderHealth",
     "QueriesExpanded",
     "QueryRewritten",
@@ -166,6 +169,7 @@ __all__ = [
     "encode_json",
     "encode_msgpack",
     "event_from_dict",
+    "follow",
     "operators",
     "register_event",
 ]

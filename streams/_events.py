@@ -16,7 +16,7 @@ import datetime as _dt
 import enum
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 __all__ = [
     "EVENT_TYPES",
@@ -466,11 +466,23 @@ class PlanDecided(Event):
     type: Literal["plan.decided"] = "plan.decided"
     action: Literal["search", "read", "scrape", "answer", "finalize", "recall"]
     reason: str = ""
-    args: dict[str, JsonValue] = Field(default_factory=dict)
     calls: tuple[ToolCall, ...] = ()
     tokens: int = 0
+    # the model call behind the decision, when a model made it (offline policies: "" and 0)
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
     context_tokens: int = 0  # whitespace tokens of what the planner was shown this round
     extend: bool = False  # the planner asks for the run's one budget extension
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_args(cls, data: Any) -> Any:
+        """Runs stored before ``calls`` carried every argument had an ``args`` map (always
+        empty by then): drop it, so those runs still decode."""
+        if isinstance(data, dict) and "args" in data:
+            return {k: v for k, v in data.items() if k != "args"}
+        return data
 
 
 class ToolRejected(Event):
@@ -502,6 +514,18 @@ class LoopDetected(Event):
 # --- tools -----------------------------------------------------------------------
 
 
+class ProviderCall(_Value):
+    """How one provider did on one search request, so a timeline can show slow or failing ones.
+
+    ``elapsed_s`` counts from the request reaching the searcher until the
+    provider settled; ``error`` is the error kind ("" when it answered).
+    """
+
+    provider: str
+    elapsed_s: float = 0.0
+    error: str = ""
+
+
 class SearchRequested(Event):
     """Search these providers (or all configured ones) for a query."""
 
@@ -525,6 +549,7 @@ class SearchCompleted(Event):
     providers: tuple[str, ...] = ()
     errors: tuple[ErrorInfo, ...] = ()
     unapplied: tuple[str, ...] = ()  # "provider: filter (why)" for filters a provider ignored
+    provider_calls: tuple[ProviderCall, ...] = ()
 
 
 class SearchFailed(Event):
@@ -534,6 +559,7 @@ class SearchFailed(Event):
     call_id: str = ""
     query: str
     error: ErrorInfo
+    provider_calls: tuple[ProviderCall, ...] = ()
 
 
 class ScrapeRequested(Event):
@@ -832,6 +858,10 @@ class AnswerDrafted(Event):
     attempt: int = 1
     mode: WriteMode = "answer"
     tokens: int = 0
+    # the model call behind the draft, when a model wrote it (offline writers: "" and 0)
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 

@@ -40,3 +40,19 @@ def test_public_names_are_exported(name: str) -> None:
         and not isinstance(v, type(module))
     }
     assert public <= exported, f"{name} exposes names missing from __all__: {public - exported}"
+
+
+def test_reactive_rag_re_exports_every_event_type_and_operator() -> None:
+    # a user of the application needs no import from streams to watch a run
+    import reactive_rag
+    import streams
+    from streams import operators
+
+    event_classes = {cls.__name__ for cls in streams.EVENT_TYPES.values()
+                     if cls.__module__.startswith("streams.")}
+    assert event_classes, "no built-in event types registered"
+    missing = (event_classes | set(operators.__all__) | {"Event", "Outcome"}) - set(
+        reactive_rag.__all__)
+    assert not missing, f"reactive_rag does not re-export {sorted(missing)}"
+    for name in ("Engine", "RunHandle", "ask", "load_engine_config", "load_search_config"):
+        assert name in reactive_rag.__all__

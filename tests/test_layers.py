@@ -225,3 +225,28 @@ def test_every_known_cycle_is_still_there() -> None:
     components = set(_components(GRAPH))
     stale = [sorted(c) for c in KNOWN_CYCLES if c not in components]
     assert not stale, f"remove or update these KNOWN_CYCLES entries: {stale}"
+
+
+def _private_owner(module: str) -> str | None:
+    """The package a private module (``pkg._mod``, ``pkg._sub.mod``) belongs to, if any."""
+    parts = module.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    """A package's ``_private`` modules are its own: others go through its ``__init__``.
+
+    So a package can split or rename its modules (as the offline planner was
+    split into question reading, policy and evidence choice) without breaking
+    a caller elsewhere.
+    """
+    leaks = sorted(
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        for target in targets
+        if (owner := _private_owner(target)) is not None
+        and name != owner and not name.startswith(owner + "."))
+    assert not leaks, "import these names from the package instead:\n" + "\n".join(leaks)

@@ -27,6 +27,7 @@ from ._chat_exceptions import (
     ChatServerError,
     ChatTimeout,
 )
+from ._chat_schema_tools import SchemaToolChat, tool_call_schema
 from ._embedder import Embedder, FloatMatrix, l2_normalize
 from ._exceptions import (
     EmbeddingAuthError,
@@ -76,8 +77,10 @@ __all__ = [
     "OpenAIChatClient",
     "OpenAIEmbedder",
     "RawToolCall",
+    "SchemaToolChat",
     "Usage",
     "chat_url",
     "function_tool",
     "l2_normalize",
+    "tool_call_schema",
 ]

@@ -288,5 +288,7 @@ def _status_error(
     failure = classify(status, headers, quota_statuses=frozenset())
     if failure is not None and failure.kind is FailureKind.RATE_LIMITED:
         return ChatRateLimited(msg, status=status, retry_after=failure.retry_after)
+    if failure is not None and failure.kind is FailureKind.SERVER:
+        return ChatServerError(msg, status=status, retry_after=failure.retry_after)
     kind = failure.kind if failure is not None else FailureKind.REQUEST
     return _ERRORS.get(kind, ChatRequestError)(msg, status=status)

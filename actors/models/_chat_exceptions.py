@@ -47,9 +47,11 @@ class ChatError(ModelError, RuntimeError):
         status: int | None = None,
         partial: str = "",
         streamed: bool | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after  # seconds, when a 429 or 503 said when to come back
         self.partial = partial
         self.streamed = bool(partial) if streamed is None else streamed
         # Trying again may help only for a retryable kind, and only if nothing streamed yet.
@@ -74,12 +76,13 @@ class ChatRateLimited(ChatError):
         streamed: bool | None = None,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(message, status=status, partial=partial, streamed=streamed)
-        self.retry_after = retry_after
+        super().__init__(message, status=status, partial=partial, streamed=streamed,
+                         retry_after=retry_after)
 
 
 class ChatServerError(ChatError):
-    """The server failed (5xx, or it reported an error inside the stream)."""
+    """The server failed (5xx, or it reported an error inside the stream); a 503 may say
+    when to come back (``retry_after``, seconds)."""
 
     retryable_kind = True
 

@@ -45,9 +45,12 @@ class ModelNotAvailable(ModelError, FileNotFoundError):
 class EmbeddingError(ModelError, RuntimeError):
     """A remote embedding server could not embed the texts."""
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after  # seconds, when a 429 or 503 said when to come back
 
 
 class EmbeddingAuthError(EmbeddingError, PermissionError):
@@ -62,12 +65,12 @@ class EmbeddingRateLimited(EmbeddingError):
     def __init__(
         self, message: str, *, status: int | None = 429, retry_after: float | None = None
     ) -> None:
-        super().__init__(message, status=status)
-        self.retry_after = retry_after
+        super().__init__(message, status=status, retry_after=retry_after)
 
 
 class EmbeddingServerError(EmbeddingError):
-    """The server failed (5xx); trying again later may help."""
+    """The server failed (5xx); trying again later may help (a 503 may say when:
+    ``retry_after``, seconds)."""
 
     retryable = True
 

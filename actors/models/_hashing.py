@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..text._keywords import STOPWORDS, stem, tokenize
+from ..text import STOPWORDS, stem, tokenize
 from ._embedder import FloatMatrix
 
 __all__ = ["HashingEmbedder"]

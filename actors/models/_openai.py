@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -37,9 +37,10 @@ class OpenAIEmbedder:
     session on a private event loop, so they must not be called from a thread
     that is already running an event loop.
 
-    429 and 5xx answers are retried ``max_retries`` times with exponential
-    backoff (honouring ``Retry-After`` up to ``max_backoff_s``) by
-    :func:`actors._http_core.retry_call`; then, like
+    Retryable failures (429, 5xx, timeouts, refused connections: an error's
+    ``retryable``, the rule of every HTTP client here) are retried
+    ``max_retries`` times with exponential backoff (honouring ``Retry-After`` up
+    to ``max_backoff_s``) by :func:`actors._http_core.retry_call`; then, like
     every other failure, they raise a typed :class:`EmbeddingError`. Returned
     vectors are L2-normalised.
 
@@ -51,6 +52,7 @@ class OpenAIEmbedder:
         batch_size: texts per request.
         timeout_s: per-request timeout.
         query_prefix, passage_prefix: prepended to texts (e.g. ``"query: "`` for E5).
+        sleep: how to wait between retries (tests pass a recorder), as for the chat client.
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class OpenAIEmbedder:
         query_prefix: str = "",
         passage_prefix: str = "",
         session: aiohttp.ClientSession | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         if batch_size < 1 or max_retries < 0 or timeout_s <= 0:
             raise ValueError("batch_size >= 1, max_retries >= 0, timeout_s > 0")
@@ -86,6 +89,7 @@ class OpenAIEmbedder:
         self._passage_prefix = passage_prefix
         self._session = session
         self._own_session = session is None
+        self._sleep = sleep
 
     # --- async API ------------------------------------------------------------------
 
@@ -165,14 +169,16 @@ class OpenAIEmbedder:
         return out
 
     async def _request(self, batch: list[str], session: aiohttp.ClientSession) -> FloatMatrix:
-        # 429 and 5xx only: a timeout already cost ``timeout_s`` and is not tried again
+        # the one rule of every HTTP client here: an error's ``retryable`` decides (429,
+        # 5xx, timeouts, refused connections), at most ``max_retries`` more attempts
         return await retry_call(
             lambda: self._post(batch, session),
-            retryable=lambda exc: isinstance(exc, (EmbeddingRateLimited, EmbeddingServerError)),
+            retryable=lambda exc: isinstance(exc, EmbeddingError) and exc.retryable,
             retries=self._max_retries,
             backoff_s=self._backoff_s,
             max_backoff_s=self._max_backoff_s,
             retry_after_cap_s=self._max_backoff_s,
+            sleep=self._sleep,
         )
 
     async def _post(self, batch: list[str], session: aiohttp.ClientSession) -> FloatMatrix:
@@ -212,6 +218,8 @@ def _status_error(
         return EmbeddingRequestError(msg, status=status)
     if failure.kind is FailureKind.RATE_LIMITED:
         return EmbeddingRateLimited(msg, status=status, retry_after=failure.retry_after)
+    if failure.kind is FailureKind.SERVER:
+        return EmbeddingServerError(msg, status=status, retry_after=failure.retry_after)
     return _ERRORS.get(failure.kind, EmbeddingRequestError)(msg, status=status)
 
 

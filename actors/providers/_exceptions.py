@@ -47,9 +47,13 @@ class ProviderError(Exception):
     retryable: bool = False
     counts_as_failure: bool = True  # whether the circuit breaker counts it
 
-    def __init__(self, message: str, *, provider: str = "", status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, provider: str = "", status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         self.provider = provider
         self.status = status
+        self.retry_after = retry_after  # seconds, when a 429 or 503 said when to come back
         self.detail = message
         super().__init__(f"{provider}: {message}" if provider else message)
 
@@ -71,12 +75,12 @@ class ProviderRateLimited(ProviderError):
         self, message: str, *, provider: str = "", status: int | None = 429,
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(message, provider=provider, status=status)
-        self.retry_after = retry_after
+        super().__init__(message, provider=provider, status=status, retry_after=retry_after)
 
 
 class ProviderUnavailable(ProviderError, ConnectionError):
-    """The provider is down or unreachable (5xx, refused or reset connection)."""
+    """The provider is down or unreachable (5xx, refused or reset connection); a 503 may
+    say when to come back (``retry_after``, seconds)."""
 
     retryable = True
 

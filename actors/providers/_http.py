@@ -245,7 +245,8 @@ class HttpProvider:
             return ProviderRateLimited(msg, provider=self.name, status=status,
                                        retry_after=failure.retry_after if failure else None)
         if kind is FailureKind.SERVER:
-            return ProviderUnavailable(msg, provider=self.name, status=status)
+            return ProviderUnavailable(msg, provider=self.name, status=status,
+                                       retry_after=failure.retry_after if failure else None)
         return ProviderError(msg, provider=self.name, status=status)
 
     # --- decoding -----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ position-aware ordering.
 from ._credibility import DEFAULT_COLLECTION_WEIGHTS, DEFAULT_DOMAIN_WEIGHTS, Credibility
 from ._cross_encoder import CrossEncoder
 from ._exceptions import CrossEncoderError, RerankError
-from ._reranker_actor import RerankerActor
+from ._reranker_actor import RerankerActor, rerank_failure
 from ._scoring import (
     Diversity,
     Reranker,
@@ -33,5 +33,6 @@ __all__ = [
     "ScoredCandidate",
     "diversity_key",
     "edges_order",
+    "rerank_failure",
     "round_robin",
 ]

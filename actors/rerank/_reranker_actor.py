@@ -6,12 +6,12 @@ import asyncio
 from collections.abc import Sequence
 from typing import Literal
 
-from streams import Event, RerankCompleted, RerankFailed, RerankRequested
+from streams import ActorFailed, Event, RerankCompleted, RerankFailed, RerankRequested
 
 from .._actor import Actor, ActorContext, error_info
 from ._scoring import Reranker, edges_order
 
-__all__ = ["RerankerActor"]
+__all__ = ["RerankerActor", "rerank_failure"]
 
 
 class RerankerActor(Actor):
@@ -68,6 +68,16 @@ class RerankerActor(Actor):
 
     def on_failure(self, msg: Event, exc: BaseException) -> Event | None:
         """A failed request is answered with ``rerank.failed`` (same ``call_id``)."""
-        if isinstance(msg, RerankRequested):
-            return RerankFailed(call_id=msg.call_id, query=msg.query, error=error_info(exc))
-        return super().on_failure(msg, exc)
+        return rerank_failure(msg, exc)
+
+
+def rerank_failure(msg: Event, exc: BaseException) -> Event | None:
+    """``rerank.failed`` for a rerank request, ``actor.failed`` for anything else.
+
+    A function, not only the actor's hook, so a remote reranker's stand-in
+    (:class:`actors.RayPlacement`'s ``on_failure``) answers alike when the
+    worker holding the actor is out of reach.
+    """
+    if isinstance(msg, RerankRequested):
+        return RerankFailed(call_id=msg.call_id, query=msg.query, error=error_info(exc))
+    return ActorFailed(request_type=msg.type, error=error_info(exc))

@@ -44,6 +44,7 @@ from ..providers import (
     SearchProvider,
     TenantSearchConfig,
     UnappliedFilter,
+    date_bounds,
     default_registry,
     hit_date,
     search_with,
@@ -51,9 +52,7 @@ from ..providers import (
     unapplied_filters,
     url_host,
 )
-from ..providers._filtering import date_bounds
-from ..text._simhash import NearDuplicateIndex, simhash64
-from ..text._urls import normalize_url
+from ..text import NearDuplicateIndex, normalize_url, simhash64
 
 __all__ = ["SearchOutcome", "SearchStats", "Searcher", "SeenUrls", "filters_problem"]
 

@@ -10,11 +10,19 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from streams import ErrorInfo, Event, ProviderHealth, SearchCompleted, SearchFailed, SearchRequested
+from streams import (
+    ErrorInfo,
+    Event,
+    ProviderCall,
+    ProviderHealth,
+    SearchCompleted,
+    SearchFailed,
+    SearchRequested,
+)
 
 from .._actor import Actor, ActorContext, error_info
 from ..providers import AllProvidersFailed, HealthChange, ProviderNotConfigured
-from ._searcher import Searcher, SeenUrls, filters_problem
+from ._searcher import Searcher, SearchOutcome, SeenUrls, filters_problem
 
 __all__ = ["SearcherActor"]
 
@@ -98,13 +106,30 @@ class SearcherActor(Actor):
                 error = error_info(ProviderNotConfigured("no search provider to ask"))
             else:
                 error = error_info(AllProvidersFailed(outcome.errors))
-            return [SearchFailed(call_id=msg.call_id, query=msg.query, error=error)]
+            return [SearchFailed(call_id=msg.call_id, query=msg.query, error=error,
+                                 provider_calls=self._provider_calls(outcome))]
         return [SearchCompleted(
             call_id=msg.call_id, query=msg.query, hits=outcome.hits,
             providers=outcome.providers,
             errors=tuple(error_info(e) for e in outcome.errors),
             unapplied=outcome.unapplied,
+            provider_calls=self._provider_calls(outcome),
         )]
+
+    def _provider_calls(self, outcome: SearchOutcome) -> tuple[ProviderCall, ...]:
+        """Each asked provider's time and error kind (the slowest query's, if several).
+
+        In the configured order, not the order they settled in, so a replayed
+        run carries the same list.
+        """
+        failed = {e.provider: type(e).__name__ for e in outcome.errors if e.provider}
+        elapsed: dict[str, float] = {}
+        for (provider, _query), seconds in outcome.elapsed_s.items():
+            elapsed[provider] = max(seconds, elapsed.get(provider, 0.0))
+        rank = {name: i for i, name in enumerate(self.searcher.providers)}
+        return tuple(ProviderCall(provider=name, elapsed_s=round(elapsed[name], 6),
+                                  error=failed.get(name, ""))
+                     for name in sorted(elapsed, key=lambda n: (rank.get(n, len(rank)), n)))
 
     def on_failure(self, msg: Event, exc: BaseException) -> Event | None:
         if isinstance(msg, SearchRequested):

@@ -23,27 +23,23 @@ from ._chat_planner import (
     DEFAULT_PLANNER_PROMPT,
     PLANNER_TOOLS,
     ChatPlanner,
-    Rejection,
     ScopeCheck,
     default_scope,
 )
 from ._chat_writer import DEFAULT_WRITER_PROMPT, ChatWriter, parse_claims
+from ._evidence_pick import select_evidence
 from ._extractive_writer import ExtractiveWriter
 from ._loop_guard import LoopGuard, LoopVerdict, normalize_query
-from ._offline_planner import (
-    OfflinePlanner,
-    desubjectivize,
-    extract_entities,
-    question_entities,
-    select_evidence,
-)
+from ._offline_planner import OfflinePlanner
 from ._policy import (
     Decision,
     Draft,
     PlannerPolicy,
     PlannerView,
+    Rejection,
     WriterPolicy,
 )
+from ._question import desubjectivize, extract_entities, question_entities
 from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportScore, SupportWeights, support_score
 from ._verifier import (
     DEFAULT_SUPPORT_THRESHOLD,

@@ -42,8 +42,8 @@ from streams import (
     VerifyFailed,
 )
 
-from ..run._conflicts import conflict_claims
-from ._offline_planner import select_evidence
+from ..run import conflict_claims
+from ._evidence_pick import select_evidence
 from ._policy import (
     Decision,
     PlannerPolicy,
@@ -153,7 +153,7 @@ class PlannerActor(Actor):
         # calls the policy refused in code (a chat model's bad calls): never run, but seen
         rejected: list[Event] = [
             ToolRejected(call_id=r.call_id, tool=r.tool, reason=r.reason)
-            for r in getattr(self.policy, "last_rejections", ())
+            for r in decision.rejected
         ]
         return rejected + self._reply(msg, decision, history, planner_context_tokens(view))
 
@@ -247,11 +247,15 @@ class PlannerActor(Actor):
             reason = (decision.reason + "; " if decision.reason else "") + \
                 "every proposed query repeats earlier work; answering"
             out.append(PlanDecided(action="answer", reason=reason, tokens=decision.tokens,
-                                   context_tokens=context_tokens))
+                                   context_tokens=context_tokens, model=decision.model,
+                                   input_tokens=decision.input_tokens,
+                                   output_tokens=decision.output_tokens))
             return out
         out.append(PlanDecided(action=decision.action, calls=calls, reason=decision.reason,
                                tokens=decision.tokens, context_tokens=context_tokens,
-                               extend=decision.extend))
+                               extend=decision.extend, model=decision.model,
+                               input_tokens=decision.input_tokens,
+                               output_tokens=decision.output_tokens))
         return out
 
     def _vet(self, decision: Decision, history: Sequence[QueryStat],
@@ -373,7 +377,9 @@ class WriterActor(Actor):
             claims.append(claim)
         self._appended = tuple(n for n, _ in sides)
         return [AnswerDrafted(text=text, claims=tuple(claims), attempt=msg.attempt,
-                              mode=msg.mode, tokens=draft.tokens, lead=draft.lead)]
+                              mode=msg.mode, tokens=draft.tokens, lead=draft.lead,
+                              model=draft.model, input_tokens=draft.input_tokens,
+                              output_tokens=draft.output_tokens)]
 
     def _policy_errors(self, msg: AnswerRequested) -> tuple[ClaimError, ...]:
         """The errors about the policy's own claims; refused conflict claims are noted."""

@@ -32,7 +32,7 @@ from actors.text import content_terms, split_sentences, tokenize
 from streams import EvidenceChunk
 
 from ..run import Answerability
-from ._offline_planner import desubjectivize, extract_entities, question_entities
+from ._question import desubjectivize, extract_entities, question_entities
 
 __all__ = ["QuestionNeeds", "analyse_question", "holds_new_value", "judge_answerability"]
 

@@ -24,6 +24,7 @@ executes them concurrently.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -33,8 +34,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from actors.models._chat import ChatModel, ChatResult, RawToolCall, function_tool
-from actors.models._chat_exceptions import ChatError
+from actors.models import ChatError, ChatModel, ChatResult, RawToolCall, function_tool
 from actors.text import url_host, url_key
 from streams import (
     Event,
@@ -47,7 +47,7 @@ from streams import (
     ToolCall,
 )
 
-from ._policy import Decision, PlannerView
+from ._policy import Decision, PlannerView, Rejection
 
 __all__ = [
     "DEFAULT_PLANNER_PROMPT",
@@ -254,15 +254,6 @@ _HINTS: dict[FeedbackKind, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    """A model tool call refused in code (for ``tool.rejected`` events): never executed."""
-
-    call_id: str
-    tool: str
-    reason: str
-
-
 @dataclass(slots=True)
 class _Pending:
     """A model call of the last assistant turn, waiting for its ``tool`` message."""
@@ -302,8 +293,8 @@ class ChatPlanner:
             (llama-cpp-python's ``chatml-function-calling``). OpenAI itself rejects
             this shape, so keep it off elsewhere.
 
-    After each ``decide``, :attr:`last_rejections` lists the calls refused in that
-    turn, so the host actor can publish them as ``tool.rejected`` events. Every
+    Each decision's ``rejected`` lists the calls refused in that turn, so the
+    host actor can publish them as ``tool.rejected`` events. Every
     valid call of a turn is returned (the run executes them concurrently);
     ``open_page`` calls come back as ``scrape`` calls by ``result_id``.
 
@@ -357,8 +348,9 @@ class ChatPlanner:
         self._reads_seen = 0
         self._pages_seen = 0
         self._used_ids: set[str] = set()
-        self.last_rejections: list[Rejection] = []
+        self._rejections: list[Rejection] = []
         self._point_text: dict[str, str] = {}  # compressed context: a compact chunk's points
+        self._spent = (0, 0)  # (input, output) tokens of this turn's model calls
 
     def restore(self, events: Sequence[Event]) -> None:
         """A resumed run (crash): start over from what the stored events hold.
@@ -375,12 +367,23 @@ class ChatPlanner:
     # --- the policy --------------------------------------------------------------------
 
     async def decide(self, view: PlannerView) -> Decision:
-        """Ask the model for the next tool calls; return only the valid ones."""
+        """Ask the model for the next tool calls; return only the valid ones.
+
+        The decision names the model and the input/output tokens its calls took
+        this turn (what tracing reports as the model call's usage).
+        """
+        self._spent = (0, 0)
+        decision = await self._decide(view)
+        return dataclasses.replace(decision, model=self.model.model,
+                                   input_tokens=self._spent[0], output_tokens=self._spent[1],
+                                   rejected=tuple(self._rejections))
+
+    async def _decide(self, view: PlannerView) -> Decision:
         if view.question != self._question or view.round < self._round:
             self.reset()
             self._question = view.question
         self._round = view.round
-        self.last_rejections = []
+        self._rejections = []
         texts: dict[str, list[str]] = {}
         for point in view.points:  # a compressed view: compact chunks read as their key points
             for chunk_id in point.chunk_ids:
@@ -444,7 +447,7 @@ class ChatPlanner:
     # --- model turn --------------------------------------------------------------------
 
     async def _ask(self, timeout_s: float) -> ChatResult:
-        return await self.model.complete(
+        result = await self.model.complete(
             self.messages,
             tools=PLANNER_TOOLS,
             tool_choice="auto",
@@ -453,6 +456,9 @@ class ChatPlanner:
             max_tokens=self.max_tokens,
             stream=self.stream,
         )
+        spent_in, spent_out = self._spent
+        self._spent = (spent_in + result.usage.prompt, spent_out + result.usage.completion)
+        return result
 
     def _decision(
         self, calls: list[ToolCall], result: ChatResult, rejections: list[str], tokens: int
@@ -494,7 +500,7 @@ class ChatPlanner:
                 text = f"REJECTED {raw.name or '<no name>'}: {checked}"
                 pending.append(_Pending(raw.id, raw.name, None, text))
                 errors.append(text)
-                self.last_rejections.append(Rejection(raw.id, raw.name, checked))
+                self._rejections.append(Rejection(raw.id, raw.name, checked))
                 continue
             tool, args = checked
             if tool == "answer" and wants_other:

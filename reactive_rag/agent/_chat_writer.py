@@ -18,7 +18,7 @@ from typing import Any
 
 import pydantic_core
 
-from actors.models._chat import ChatModel
+from actors.models import ChatModel
 from streams import Claim, ClaimError, EvidenceChunk, WriteMode
 
 from ._policy import Draft
@@ -123,6 +123,9 @@ class ChatWriter:
             claims=tuple(claims),
             tokens=result.usage.total,
             notes=tuple(notes),
+            model=self.model.model,
+            input_tokens=result.usage.prompt,
+            output_tokens=result.usage.completion,
         )
 
     def _prompt(

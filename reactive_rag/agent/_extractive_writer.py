@@ -34,8 +34,8 @@ from actors.text import (
 from streams import Claim, ClaimError, EvidenceChunk, WriteMode
 
 from ._answerability import analyse_question, holds_new_value
-from ._offline_planner import desubjectivize
 from ._policy import Draft
+from ._question import desubjectivize
 from ._yes_no import answer_yes_no
 
 __all__ = ["ExtractiveWriter"]

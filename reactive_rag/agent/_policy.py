@@ -95,12 +95,22 @@ def planner_context_tokens(view: PlannerView) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class Rejection:
+    """A model tool call refused in code (for ``tool.rejected`` events): never executed."""
+
+    call_id: str
+    tool: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     """A planner turn: tool calls to run in order, or ``answer`` (no calls).
 
     ``extend``: ask for the run's one budget extension (one more round), near
     the end of the budget; the run grants or refuses it (``budget.extended`` /
-    ``budget.extension_refused``).
+    ``budget.extension_refused``). ``rejected``: the calls the policy refused in
+    code this turn (a chat model's bad calls), published as ``tool.rejected``.
     """
 
     action: Literal["search", "read", "scrape", "answer", "recall"]
@@ -108,6 +118,11 @@ class Decision:
     reason: str = ""
     tokens: int = 0
     extend: bool = False
+    # the model call(s) behind the decision (``ChatPlanner``); offline: "" and 0
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
+    rejected: Sequence[Rejection] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +134,10 @@ class Draft:
     tokens: int = 0
     notes: Sequence[str] = field(default_factory=tuple)
     lead: str = ""  # a direct answer inferred from the claims (checked by the verifier)
+    # the model call behind the draft (``ChatWriter``); offline: "" and 0
+    model: str = ""
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 class PlannerPolicy(Protocol):

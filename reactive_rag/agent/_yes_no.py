@@ -23,7 +23,7 @@ from typing import Literal
 from actors.text import DEMONYMS, STOPWORDS, content_terms, split_sentences, tokenize
 from streams import Claim, EvidenceChunk
 
-from ._offline_planner import extract_entities
+from ._question import extract_entities
 
 __all__ = ["LEAD_WORDS", "YesNo", "answer_yes_no"]
 

@@ -273,12 +273,15 @@ def comparable(event: Event) -> dict[str, Any]:
     """An event as JSON data without what depends on the clock.
 
     Dropped: ``ts``; ``budget.tick`` ``elapsed_s``; ``plan.requested``
-    ``remaining_s``; the amounts of a ``wall_clock`` ``budget.exhausted``.
+    ``remaining_s``; the amounts of a ``wall_clock`` ``budget.exhausted``; each
+    search reply's ``provider_calls`` ``elapsed_s`` (who answered and who failed stays).
     """
     data = event.model_dump(mode="json")
     data.pop("ts", None)
     for name in _TIMING.get(event.type, ()):
         data.pop(name, None)
+    for call in data.get("provider_calls") or ():
+        call.pop("elapsed_s", None)
     if event.type == "budget.exhausted" and data.get("resource") == "wall_clock":
         data.pop("used", None)
         data.pop("limit", None)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from actors.text import STOPWORDS
 
-from ..agent._offline_planner import extract_entities, question_entities
+from ..agent import extract_entities, question_entities
 from ._history import Turn
 
 __all__ = ["Rewrite", "rewrite_followup"]

@@ -16,7 +16,7 @@ from ._collection import (
     split_chunk_id,
 )
 from ._dense import DEFAULT_EXACT_THRESHOLD, DenseStore
-from ._documents import SUPPORTED_SUFFIXES, Document, load_file, load_folder
+from ._documents import SUPPORTED_SUFFIXES, Document, load_file
 from ._exceptions import (
     ChunkNotFound,
     CollectionNotFound,
@@ -24,26 +24,34 @@ from ._exceptions import (
     DocumentLoadError,
     EmbedderMismatch,
     IndexCorrupt,
+    NothingToIndex,
 )
 from ._filters import SearchFilter
 from ._fusion import DEFAULT_ALPHA, DEFAULT_FUSION, RRF_K, Fusion, fuse
 from ._index import CorpusIndex, default_embedder
+from ._info import CollectionInfo
 from ._layout import default_root
 from ._provider import LocalCorpusProvider, chunk_url
+from ._rates import DEFAULT_EMBED_RATE, load_embed_rate, save_embed_rate
+from ._skips import SKIP_REASONS, SkippedFile, SkipReason
+from ._sources import FolderScan, load_folder, scan_folder
 from ._stdlib_corpus import DEFAULT_STDLIB_MODULES, STDLIB_COLLECTION, stdlib_documents
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "DEFAULT_EMBED_RATE",
     "DEFAULT_EXACT_THRESHOLD",
     "DEFAULT_FUSION",
     "DEFAULT_STDLIB_MODULES",
     "RRF_K",
+    "SKIP_REASONS",
     "STDLIB_COLLECTION",
     "SUPPORTED_SUFFIXES",
     "Chunk",
     "ChunkNotFound",
     "ChunkingConfig",
     "Collection",
+    "CollectionInfo",
     "CollectionNotFound",
     "CorpusError",
     "CorpusIndex",
@@ -53,22 +61,29 @@ __all__ = [
     "DocumentLoadError",
     "EmbedderLike",
     "EmbedderMismatch",
+    "FolderScan",
     "Fusion",
     "IndexCorrupt",
     "IndexReport",
     "LocalCorpusProvider",
+    "NothingToIndex",
     "Progress",
     "SearchFilter",
     "SearchMode",
     "SearchResult",
+    "SkipReason",
+    "SkippedFile",
     "SyncMode",
     "chunk_id",
     "chunk_url",
     "default_embedder",
     "default_root",
     "fuse",
+    "load_embed_rate",
     "load_file",
     "load_folder",
+    "save_embed_rate",
+    "scan_folder",
     "search_text",
     "split_chunk_id",
     "stdlib_documents",

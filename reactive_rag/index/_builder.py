@@ -26,7 +26,9 @@ from ._layout import FORMAT_VERSION, fsync_dir, generation_dirs, switch_current
 __all__ = ["ChunkingConfig", "IndexReport", "Progress", "SyncMode", "build_generation",
            "document_key", "document_text", "search_text"]
 
-#: ``progress(done, total, stage)``; stages: "chunk", "embed", "bm25", "hnsw", "write".
+#: ``progress(done, total, stage)``; stages: "load" (files, ``index_path`` only), "chunk",
+#: "embed" (first called with ``done=0`` before any passage is embedded), "bm25", "hnsw",
+#: "write".
 Progress = Callable[[int, int, str], None]
 SyncMode = Literal["sync", "add"]
 
@@ -61,6 +63,8 @@ class IndexReport:
     embedded_chunks: int
     seconds: float
     dense: str
+    embed_seconds: float = 0.0
+    """Time spent embedding ``embedded_chunks`` (what the rate estimate learns from)."""
 
 
 def search_text(title: str, text: str) -> str:
@@ -134,7 +138,7 @@ def build_generation(
                 raise EmbedderMismatch(
                     f"collection {name!r} was indexed with {previous.embedder_name!r}; adding "
                     f"documents embedded with {embedder.name!r} would mix vector spaces "
-                    "(re-index everything in 'sync' mode)"
+                    "(re-index everything in 'sync' mode: reactive-rag index --sync)"
                 )
             previous_usable = None
         else:
@@ -225,6 +229,9 @@ def build_generation(
     if reuse_src:
         assert previous_usable is not None
         vectors[np.asarray(reuse_dst)] = previous_usable.dense.vectors[np.asarray(reuse_src)]
+    if progress is not None and embed_texts:
+        progress(0, len(embed_texts), "embed")
+    t_embed = time.perf_counter()
     for b in range(0, len(embed_texts), _EMBED_BATCH):
         batch = embed_texts[b:b + _EMBED_BATCH]
         vecs = np.asarray(embedder.embed_passages(batch), dtype=np.float32)
@@ -235,6 +242,7 @@ def build_generation(
         vectors[np.asarray(embed_rows[b:b + len(batch)])] = vecs
         if progress is not None:
             progress(b + len(batch), len(embed_texts), "embed")
+    embed_seconds = time.perf_counter() - t_embed
 
     # Write the new generation beside the current one; nothing points at it yet.
     gens = generation_dirs(coll_dir)
@@ -297,7 +305,7 @@ def build_generation(
     return IndexReport(
         collection=name, generation=number, documents=len(docs_meta), chunks=n, added=added,
         updated=updated, unchanged=unchanged, removed=removed, embedded_chunks=len(embed_texts),
-        seconds=time.perf_counter() - t0, dense=dense,
+        seconds=time.perf_counter() - t0, dense=dense, embed_seconds=embed_seconds,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from actors.providers._filtering import language_code, url_host
+from actors.providers import language_code, url_host
 from streams import EvidenceChunk
 
 from ._bm25 import Bm25, top_k
@@ -260,6 +260,10 @@ class Collection:
     def document_ids(self) -> list[str]:
         """Ids of all documents, in index order."""
         return [d["id"] for d in self._docs]
+
+    def document_urls(self) -> dict[str, str]:
+        """URL per document id (how a file indexed on its own finds its id in a folder's index)."""
+        return {d["id"]: str(d.get("url") or "") for d in self._docs}
 
     def document_hashes(self) -> dict[str, str]:
         """Content hash per document id (what incremental re-indexing compares)."""

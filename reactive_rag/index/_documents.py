@@ -12,17 +12,18 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from actors.text import clean_markup
 
+from ._decode import BINARY_SUFFIXES, SNIFF_BYTES, decode_text, looks_binary
 from ._exceptions import DocumentLoadError
 
-__all__ = ["SUPPORTED_SUFFIXES", "Document", "load_file", "load_folder"]
+__all__ = ["SUPPORTED_SUFFIXES", "Document", "load_file"]
 
-#: File suffixes ``load_folder`` reads (``.pdf`` only when ``pypdf`` is installed).
+#: File suffixes ``load_file`` and ``load_folder`` read (``.pdf`` only when ``pypdf`` is installed).
 SUPPORTED_SUFFIXES: tuple[str, ...] = (
     ".txt", ".md", ".markdown", ".rst", ".html", ".htm", ".pdf",
 )
@@ -65,11 +66,20 @@ _DOC_TYPES = {".htm": "html", ".markdown": "md"}
 _MD_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return path.read_bytes()
     except OSError as exc:
-        raise DocumentLoadError(f"cannot read {path}: {exc}") from exc
+        why = exc.strerror or str(exc)
+        raise DocumentLoadError(f"cannot read {path}: {why}", detail=why) from exc
+
+
+def _read_text(path: Path, data: bytes) -> tuple[str, str]:
+    """``(text, encoding)``: binary content and undecodable bytes are refused with a reason."""
+    if looks_binary(data[:SNIFF_BYTES]):
+        raise DocumentLoadError(f"binary content in {path} (NUL or control bytes)",
+                                reason="binary", detail="binary content (NUL or control bytes)")
+    return decode_text(data, where=str(path))
 
 
 def _html_to_text(html: str) -> tuple[str, str]:
@@ -99,41 +109,64 @@ def _pdf_to_text(path: Path) -> str:
     try:
         import pypdf  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
-        raise DocumentLoadError(
-            f"cannot read {path}: PDF support needs the optional 'pypdf' package"
-        ) from exc
+        why = "PDF support needs the optional 'pypdf' package"
+        raise DocumentLoadError(f"cannot read {path}: {why}", detail=why) from exc
     try:
         reader = pypdf.PdfReader(str(path))
         return "\n\n".join((page.extract_text() or "") for page in reader.pages)
     except Exception as exc:  # pypdf raises many unrelated types on broken files
-        raise DocumentLoadError(f"cannot parse PDF {path}: {exc}") from exc
+        raise DocumentLoadError(f"cannot parse PDF {path}: {exc}",
+                                detail=f"not a readable PDF: {exc}") from exc
 
 
-def load_file(path: str | Path, *, doc_id: str | None = None) -> Document:
+def load_file(path: str | Path, *, doc_id: str | None = None,
+              max_bytes: int | None = None) -> Document:
     """Read one file (txt, md, rst, html, pdf) into a :class:`Document`.
 
+    Text files are decoded as UTF-8, else with the best legacy-encoding guess
+    (``metadata["encoding"]`` then names it); binary content is refused.
+
+    Args:
+        path: The file.
+        doc_id: Its id in the collection (default: the file name).
+        max_bytes: Refuse files larger than this (None: no cap).
+
     Raises:
-        DocumentLoadError: unreadable file, unsupported suffix, or PDF without ``pypdf``.
+        DocumentLoadError: its ``reason`` says why: ``unsupported_type``,
+            ``binary``, ``undecodable``, ``too_large``, ``empty`` or ``unreadable``
+            (missing, no permission, a broken PDF or one without ``pypdf``).
     """
     p = Path(path)
     suffix = p.suffix.lower()
+    if suffix in BINARY_SUFFIXES:
+        raise DocumentLoadError(f"binary file type {suffix}: {p}", reason="binary",
+                                detail=f"binary file type {suffix}")
     if suffix not in SUPPORTED_SUFFIXES:
-        raise DocumentLoadError(f"unsupported file type {suffix or '(none)'}: {p}")
+        raise DocumentLoadError(f"unsupported file type {suffix or '(none)'}: {p}",
+                                reason="unsupported_type",
+                                detail=f"no loader for {suffix or 'files without a suffix'}")
+    try:
+        st = p.stat()
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise DocumentLoadError(f"cannot read {p}: {why}", detail=why) from exc
+    if max_bytes is not None and st.st_size > max_bytes:
+        why = f"{_size(st.st_size)}, over the {_size(max_bytes)} cap per file"
+        raise DocumentLoadError(f"{p} is {why}", reason="too_large", detail=why)
     title = ""
-    if suffix in (".html", ".htm"):
-        title, text = _html_to_text(_read_text(p))
-    elif suffix == ".pdf":
+    encoding = "utf-8"
+    if suffix == ".pdf":
         text = _pdf_to_text(p)
     else:
-        text = _read_text(p)
-        if suffix in (".md", ".markdown"):
+        text, encoding = _read_text(p, _read_bytes(p))
+        if suffix in (".html", ".htm"):
+            title, text = _html_to_text(text)
+        elif suffix in (".md", ".markdown"):
             m = _MD_HEADING.search(text)
             title = " ".join(clean_markup(m.group(1)).split()) if m else ""
-    try:
-        mtime = p.stat().st_mtime
-    except OSError as exc:
-        raise DocumentLoadError(f"cannot stat {p}: {exc}") from exc
-    date = _dt.datetime.fromtimestamp(mtime, tz=_dt.UTC).date().isoformat()
+    if not text.strip():
+        raise DocumentLoadError(f"no text in {p}", reason="empty", detail="no text")
+    date = _dt.datetime.fromtimestamp(st.st_mtime, tz=_dt.UTC).date().isoformat()
     return Document(
         id=doc_id if doc_id is not None else p.name,
         text=text,
@@ -141,37 +174,9 @@ def load_file(path: str | Path, *, doc_id: str | None = None) -> Document:
         url=p.resolve().as_uri(),
         doc_type=_DOC_TYPES.get(suffix, suffix.lstrip(".")),
         date=date,
+        metadata={"encoding": encoding} if encoding != "utf-8" else {},
     )
 
 
-def load_folder(
-    root: str | Path,
-    *,
-    suffixes: Sequence[str] = SUPPORTED_SUFFIXES,
-    skipped: list[Path] | None = None,
-) -> Iterator[Document]:
-    """Yield a document per supported file under ``root`` (recursively, in sorted order).
-
-    Document ids are paths relative to ``root``, so re-indexing the same folder
-    recognises unchanged files. Files that cannot be read are appended to
-    ``skipped`` (when given) rather than aborting the whole folder. A single
-    file path is accepted too.
-    """
-    base = Path(root)
-    if not base.exists():
-        raise DocumentLoadError(f"no such file or folder: {base}")
-    if base.is_file():
-        yield load_file(base, doc_id=base.name)
-        return
-    wanted = {s.lower() for s in suffixes}
-    for path in sorted(base.rglob("*")):
-        if not path.is_file() or path.suffix.lower() not in wanted:
-            continue
-        if any(part.startswith(".") for part in path.relative_to(base).parts):
-            continue
-        try:
-            yield load_file(path, doc_id=path.relative_to(base).as_posix())
-        except DocumentLoadError:
-            if skipped is None:
-                raise
-            skipped.append(path)
+def _size(n: int) -> str:
+    return f"{n / 1e6:.3g} MB" if n >= 100_000 else f"{n} bytes"

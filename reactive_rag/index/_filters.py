@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from actors.providers._filtering import language_code, site_matches
+from actors.providers import language_code, site_matches
 from streams import SearchFilters
 
 __all__ = ["DocColumns", "SearchFilter", "date_ordinal"]

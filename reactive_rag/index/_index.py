@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import threading
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,10 +30,11 @@ from ._collection import (
     SearchResult,
 )
 from ._dense import DEFAULT_EXACT_THRESHOLD
-from ._documents import Document, load_folder
-from ._exceptions import CollectionNotFound, IndexCorrupt
+from ._documents import Document
+from ._exceptions import CollectionNotFound, IndexCorrupt, NothingToIndex
 from ._filters import SearchFilter
 from ._fusion import DEFAULT_ALPHA, DEFAULT_FUSION, Fusion
+from ._info import CollectionInfo, read_info
 from ._layout import (
     acquire_lease,
     collect_garbage,
@@ -42,6 +45,9 @@ from ._layout import (
     validate_name,
     writer_lock,
 )
+from ._rates import DEFAULT_EMBED_RATE, MIN_MEASURED, load_embed_rate, save_embed_rate
+from ._skips import SkippedFile
+from ._sources import load_folder
 
 __all__ = ["CorpusIndex", "default_embedder"]
 
@@ -125,6 +131,24 @@ class CorpusIndex:
         if not self.root.is_dir():
             return []
         return sorted(p.name for p in self.root.iterdir() if (p / "CURRENT").is_file())
+
+    def collection_info(self, name: str) -> CollectionInfo:
+        """Counts, generation and time of ``name``'s current generation (manifest only).
+
+        Raises:
+            CollectionNotFound: never indexed.
+            IndexCorrupt: its manifest is unreadable.
+        """
+        return read_info(self._dir(name))
+
+    def embed_rate(self) -> tuple[float, bool]:
+        """``(passages per second, measured)`` of the embedder on this machine.
+
+        The rate the last large enough build measured under this root, else
+        :data:`~reactive_rag.index._rates.DEFAULT_EMBED_RATE` (``measured`` False).
+        """
+        rate = load_embed_rate(self.root, self.embedder.name)
+        return (rate, True) if rate is not None else (DEFAULT_EMBED_RATE, False)
 
     def exists(self, name: str) -> bool:
         """Whether ``name`` has a searchable generation."""
@@ -249,6 +273,7 @@ class CorpusIndex:
         """
         coll_dir = self._dir(name)
         embedder = self.embedder
+        misses_before = _cache_misses(embedder)
         with writer_lock(coll_dir):
             previous: Collection | None = None
             gen = acquire_lease(coll_dir)
@@ -270,6 +295,12 @@ class CorpusIndex:
                     release_lease(gen)
             self._retire_stale(name)
             collect_garbage(coll_dir)
+        # A cache in front of the model serves some passages at once: count only the others.
+        misses_after = _cache_misses(embedder)
+        by_model = (report.embedded_chunks if misses_before is None or misses_after is None
+                    else misses_after - misses_before)
+        if by_model >= MIN_MEASURED and report.embed_seconds > 0:
+            save_embed_rate(self.root, embedder.name, by_model / report.embed_seconds)
         return report
 
     def _retire_stale(self, name: str) -> None:
@@ -316,11 +347,51 @@ class CorpusIndex:
         *,
         mode: SyncMode = "sync",
         progress: Progress | None = None,
-        skipped: list[Path] | None = None,
+        skipped: list[SkippedFile] | None = None,
+        max_bytes: int | None = None,
     ) -> IndexReport:
-        """Index every supported file under ``path`` (see :func:`load_folder`)."""
-        docs = list(load_folder(path, skipped=skipped if skipped is not None else []))
-        return self.index_documents(name, docs, mode=mode, progress=progress)
+        """Index every readable file under ``path`` (see :func:`load_folder`).
+
+        A file already in the collection (same resolved file URL) keeps its
+        document id, so indexing one file or a subfolder of an indexed folder
+        updates those documents instead of adding copies; ``mode="add"`` keeps
+        the others, ``mode="sync"`` removes them.
+
+        Args:
+            name: The collection.
+            path: A folder or a single file.
+            mode: "sync" (the collection becomes exactly these files) or "add".
+            progress: Called per stage ("load" first), see :data:`Progress`.
+            skipped: Receives every file left out, with its typed reason.
+            max_bytes: Per-file size cap; larger files are skipped ``too_large``.
+
+        Raises:
+            NothingToIndex: no file under ``path`` could be indexed; nothing was
+                written (no collection folder, no generation).
+            DocumentLoadError: ``path`` does not exist.
+        """
+        found: list[SkippedFile] = []
+        docs = list(load_folder(path, skipped=found, max_bytes=max_bytes, progress=progress))
+        found.sort(key=lambda f: f.path)
+        if skipped is not None:
+            skipped.extend(found)
+        if not docs:
+            raise NothingToIndex(f"nothing to index in {path}: {_nothing_why(found)}", found)
+        return self.index_documents(name, self._keep_ids(name, docs), mode=mode,
+                                    progress=progress)
+
+    def _keep_ids(self, name: str, docs: list[Document]) -> list[Document]:
+        """``docs`` with the ids the collection already gives the same files."""
+        if not self.exists(name):
+            return docs
+        try:
+            with self._borrow(name) as coll:
+                by_url = {url: doc_id for doc_id, url in coll.document_urls().items()
+                          if url.startswith("file:")}
+        except (CollectionNotFound, IndexCorrupt):
+            return docs  # rebuilt from scratch by index_documents
+        return [dataclasses.replace(d, id=by_url[d.url]) if d.url in by_url else d
+                for d in docs]
 
     def drop(self, name: str) -> None:
         """Delete a collection from disk (searches already running finish first)."""
@@ -361,3 +432,17 @@ class CorpusIndex:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _nothing_why(skipped: Sequence[SkippedFile]) -> str:
+    if not skipped:
+        return "no files (an empty folder, or only hidden files)"
+    counts = Counter(s.reason for s in skipped)
+    return (f"{len(skipped)} file(s) found, none indexable ("
+            + ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items())) + ")")
+
+
+def _cache_misses(embedder: EmbedderLike) -> int | None:
+    """Passages a caching embedder sent to its model so far (None: not a caching one)."""
+    misses = getattr(embedder, "misses", None)
+    return misses if isinstance(misses, int) else None

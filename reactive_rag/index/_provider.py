@@ -18,11 +18,11 @@ from actors.providers import (
     ProviderTimeout,
     ProviderUnavailable,
     UnappliedFilter,
+    time_left,
 )
-from actors.providers._protocol import time_left
 from streams import Hit, SearchFilters
 
-from ._collection import Chunk, Direction, SearchMode, SearchResult, document_language
+from ._collection import Chunk, SearchMode, SearchResult, document_language
 from ._exceptions import CollectionNotFound, CorpusError
 from ._filters import SearchFilter
 from ._index import CorpusIndex
@@ -146,15 +146,3 @@ class LocalCorpusProvider:
             raise ProviderTimeout(f"no result within {left:.3f}s", provider=self.name) from exc
         except CorpusError as exc:
             raise self._translate(exc) from exc
-
-    async def read(self, chunk_id: str, direction: Direction = "next", count: int = 1,
-                   *, collection: str | None = None) -> list[Chunk]:
-        """The chunks after/before ``chunk_id`` (the agent's "read on"), off the event loop."""
-        coll = collection or self.collections[0]
-        try:
-            return await asyncio.to_thread(self.index.neighbours, chunk_id, direction, count,
-                                           collection=coll)
-        except CorpusError as exc:
-            if isinstance(exc, CollectionNotFound):
-                raise self._translate(exc) from exc
-            raise

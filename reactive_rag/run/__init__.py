@@ -5,7 +5,7 @@ from ._budget import Budget
 from ._conflicts import conflict_claims, conflicts_for_answer, find_conflicts
 from ._context import RunContext
 from ._controller import RunController
-from ._exceptions import IllegalTransition, RunConfigError, RunError
+from ._exceptions import IllegalTransition, NoRunningLoop, RunConfigError, RunError
 from ._machine import (
     CallResult,
     Command,
@@ -31,6 +31,7 @@ __all__ = [
     "Finish",
     "IllegalTransition",
     "InFlight",
+    "NoRunningLoop",
     "Phase",
     "RunConfigError",
     "RunContext",

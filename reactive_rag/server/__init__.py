@@ -24,15 +24,18 @@ from ._config import (
 )
 from ._exceptions import ConfigError, Problem, RateLimited, ServerError
 from ._feed import EventFeed, FeedStats
+from ._models import RunRequest
 from ._openapi import openapi_document
 from ._problems import PROBLEM_CODES, ProblemAppRunner
 from ._redact import RedactingAccessLogger
+from ._requests import CORPUS_TASK_KEY, resolve_collections
 from ._runs import ActiveRun, RunManager
 from ._sessions import SESSIONS_KEY, SessionManager, SessionRequest
 
 __all__ = [
     "AUTH_KEY",
     "CONFIG_KEY",
+    "CORPUS_TASK_KEY",
     "DEFAULT_TENANT",
     "ENGINE_KEY",
     "MANAGER_KEY",
@@ -50,6 +53,7 @@ __all__ = [
     "RateLimited",
     "RedactingAccessLogger",
     "RunManager",
+    "RunRequest",
     "ServerConfig",
     "ServerError",
     "SessionManager",
@@ -62,4 +66,5 @@ __all__ = [
     "make_store",
     "openapi_document",
     "request_tenant",
+    "resolve_collections",
 ]

@@ -28,14 +28,17 @@ from actors.providers import ProviderError
 from actors.search import Searcher
 from streams import Event, RunFinished, RunStarted
 
-from .._chat_setup import chat_policies
-from .._cli_ask import credibility_from
+from .._chat_setup import chat_client, chat_policies, entailment_client
 from .._engine import Engine, RunResult
+from .._research import credibility_from
 from ..agent import ChatEntailment
 from ..index import STDLIB_COLLECTION, CorpusIndex
+from ..observability import RunMetrics
+from ..run import RunConfigError
 from ..store import LeaseKeeper, RunNotResumable, RunRecord, RunStore, SqliteRunStore
 from ..web import add_web_routes
 from ._auth import Authenticator
+from ._collections import collection_openapi_paths, collection_routes
 from ._config import ServerConfig, TenantConfig
 from ._exceptions import ConfigError
 from ._feed import EventFeed
@@ -82,19 +85,29 @@ MANAGER_KEY = web.AppKey("manager", RunManager)
 WEBSOCKETS_KEY = web.AppKey("websockets", set[web.WebSocketResponse])
 INTERRUPTED_KEY = web.AppKey("interrupted", list[str])
 LEASE_KEY = web.AppKey("lease", LeaseKeeper)
+METRICS_KEY = web.AppKey("metrics", RunMetrics)
 
 routes = web.RouteTableDef()
 
 
 def make_store(target: str, *, read_only: bool = False, owner: str | None = None,
                lease_ttl_s: float = 15.0) -> RunStore:
-    """A store for a config ``store`` value: a path, ``sqlite:///path`` or ``redis://...``.
+    """A store for a config ``store`` value: a path, ``sqlite:///path``, ``redis://...``
+    or ``postgresql://...`` (``postgres://``; ``?schema=NAME`` picks the schema).
 
     ``read_only``: an operator's view beside a live server, which must not
     recover (interrupt) the server's running runs or write anything.
     ``owner``/``lease_ttl_s``: as :class:`~reactive_rag.store.StoreBase`
     (``None``: a unique owner id).
+
+    Raises:
+        ValueError: a PostgreSQL URL that cannot be parsed.
     """
+    if target.startswith(("postgresql://", "postgres://")):
+        from ..store import PostgresRunStore
+
+        return PostgresRunStore(target, read_only=read_only, owner=owner,
+                                lease_ttl_s=lease_ttl_s)
     if target.startswith(("redis://", "rediss://", "unix://")):
         from ..store import RedisRunStore
 
@@ -260,11 +273,19 @@ async def readyz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ready"})
 
 
+@routes.get("/metrics")
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text format; unauthenticated like /readyz (no tenant data in it)."""
+    body, content_type = request.app[METRICS_KEY].exposition()
+    return web.Response(body=body, headers={"Content-Type": content_type})
+
+
 @routes.get("/v1/openapi.json")
 async def openapi(request: web.Request) -> web.Response:
     open_mode = request.app[CONFIG_KEY].open_mode
-    return web.json_response(openapi_document(extra_paths=task_openapi_paths(),
-                                              open_mode=open_mode))
+    return web.json_response(openapi_document(
+        extra_paths={**task_openapi_paths(), **collection_openapi_paths()},
+        open_mode=open_mode))
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -372,15 +393,10 @@ def build_research(config: ServerConfig,
                 raise ConfigError(f"tenant {name!r} [search]: {exc}") from exc
         chat = tenant.chat
         if chat is not None:
-            api_key: str | None = None
-            if chat.api_key_env is not None:
-                api_key = environ.get(chat.api_key_env, "").strip()
-                if not api_key:
-                    raise ConfigError(f"tenant {name!r} [chat]: api key environment variable "
-                                      f"{chat.api_key_env} is not set")
-            research.chat = OpenAIChatClient(
-                chat.url, model=chat.model, api_key=api_key, timeout_s=chat.timeout_s,
-                connect_timeout_s=chat.connect_timeout_s, max_retries=chat.max_retries)
+            try:
+                research.chat = chat_client(chat, environ)
+            except RunConfigError as exc:
+                raise ConfigError(f"tenant {name!r} [chat]: {exc}") from exc
         if research.searcher is not None or research.chat is not None:
             built[name] = research
     return built
@@ -429,6 +445,7 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
     app[AUTH_KEY] = Authenticator(config.effective_tenants, open_mode=config.open_mode)
     app[WEBSOCKETS_KEY] = set()
     app[INTERRUPTED_KEY] = []
+    app[METRICS_KEY] = RunMetrics()
     app.add_routes(routes)
     app.add_routes(session_routes)
     _mount_extras(app)
@@ -464,7 +481,8 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
 
         keeper = await LeaseKeeper(run_store, on_recovered=resume_recovered).start()
         manager = RunManager(run_engine, run_store, engines=tenant_engines, health=keeper,
-                             recorder_options={"retry_window_s": config.store_retry_s})
+                             recorder_options={"retry_window_s": config.store_retry_s},
+                             observers=[app[METRICS_KEY]])
         app[LEASE_KEY] = keeper
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
@@ -513,10 +531,7 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
 def _entailment_client(config: ServerConfig) -> OpenAIChatClient | None:
     """The chat client of the ``[entailment]`` judge, if one is configured."""
     judged = config.entailment
-    if judged is None:
-        return None
-    return OpenAIChatClient(judged.url, model=judged.model,
-                            api_key=os.environ.get(judged.api_key_env) or None)
+    return None if judged is None else entailment_client(judged, os.environ)
 
 
 async def _close_websockets(app: web.Application) -> None:
@@ -529,4 +544,5 @@ async def _close_websockets(app: web.Application) -> None:
 def _mount_extras(app: web.Application) -> None:
     """The web page (static files) and the background-task routes."""
     add_web_routes(app)
+    app.add_routes(collection_routes)
     mount_tasks(app)

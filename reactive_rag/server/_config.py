@@ -4,7 +4,7 @@ Loaded from a TOML file and overridden by environment variables::
 
     host = "0.0.0.0"
     port = 8080
-    store = "/var/lib/reactive_rag/runs.db"    # or redis://host:6379/0
+    store = "/var/lib/reactive_rag/runs.db"    # or redis://host:6379/0, postgresql://host/db
     owner = "api-1"                            # optional: this replica's stable name
     lease_ttl_s = 15.0                         # its lease lasts this long per heartbeat
     store_retry_s = 15.0                       # a store down longer than this fails its runs
@@ -47,7 +47,6 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import (
     BaseModel,
@@ -60,7 +59,7 @@ from pydantic import (
 
 from actors.providers import TenantSearchConfig
 
-from .._chat_setup import CHAT_ROLES, ChatQuirks, ChatRole
+from .._chat_setup import ChatConfig, EntailmentConfig
 from ._exceptions import ConfigError
 
 __all__ = [
@@ -86,70 +85,6 @@ def default_store_path() -> Path:
     home = os.environ.get("REACTIVE_RAG_HOME")
     base = Path(home) if home else Path.home() / ".cache" / "reactive_rag"
     return base / "runs.db"
-
-
-class ChatConfig(BaseModel):
-    """A tenant's OpenAI-compatible chat model (the ``[tenants.NAME.chat]`` table).
-
-    Attributes:
-        url: server root, e.g. ``http://127.0.0.1:8000/v1`` (http or https, with a host).
-        model: model name sent with each request.
-        api_key_env: environment variable holding the API key; the server refuses
-            to start if it is named and not set. ``None``: no key is sent (local servers).
-        timeout_s: cap per model call (the run's remaining time caps it further).
-        connect_timeout_s: cap on connecting to the server.
-        max_retries: retries of 429/5xx/connection errors before anything streamed.
-        quirks: as ``reactive-rag ask --model-quirks``.
-        roles: which policies use the model; the others stay offline.
-    """
-
-    model_config = _STRICT
-
-    url: str = Field(min_length=1)
-    model: str = Field(default="default", min_length=1)
-    api_key_env: str | None = Field(default=None, min_length=1)
-    timeout_s: float = Field(default=30.0, gt=0)
-    connect_timeout_s: float = Field(default=10.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
-    quirks: ChatQuirks = "none"
-    roles: tuple[ChatRole, ...] = Field(default=CHAT_ROLES, min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_inline_key(cls, data: Any) -> Any:
-        """Config files are shared and versioned; a key in one leaks, so say where it goes."""
-        if isinstance(data, Mapping) and "api_key" in data:
-            raise ValueError("the key never goes in the file: put it in an environment "
-                             "variable and name that variable in api_key_env")
-        return data
-
-    @field_validator("url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        """Refuse at start-up what would only fail at the first run's first model call."""
-        value = value.strip()
-        try:
-            parts = urlsplit(value)
-        except ValueError as exc:
-            raise ValueError(f"not a valid URL: {exc}") from None
-        if parts.username is not None or parts.password is not None:  # not echoed back
-            raise ValueError("credentials never go in the url: name an environment "
-                             "variable holding the key in api_key_env")
-        try:
-            _ = parts.port  # raises on a port that is not a number in range
-        except ValueError as exc:
-            raise ValueError(f"{value!r} is not a valid URL: {exc}") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname or \
-                any(c.isspace() for c in value):
-            raise ValueError(f"{value!r} is not an http(s) URL with a host "
-                             "(e.g. http://127.0.0.1:8000/v1)")
-        return value
-
-    @field_validator("roles")
-    @classmethod
-    def _unique_roles(cls, value: tuple[ChatRole, ...]) -> tuple[ChatRole, ...]:
-        """A role named twice is still one role (and one line in the start-up log)."""
-        return tuple(dict.fromkeys(value))
 
 
 class TenantConfig(BaseModel):
@@ -185,26 +120,14 @@ class TenantConfig(BaseModel):
         return ALL_COLLECTIONS in self.collections or collection in self.collections
 
 
-class EntailmentConfig(BaseModel):
-    """An OpenAI-compatible chat model that must also judge each claim's quote entails it."""
-
-    model_config = _STRICT
-
-    url: str = Field(min_length=1)
-    """Server root, e.g. ``http://127.0.0.1:8000/v1``."""
-    model: str = "default"
-    api_key_env: str = "REACTIVE_RAG_ENTAILMENT_API_KEY"
-    """Environment variable holding the API key (the key never goes in the file)."""
-    timeout_s: float = Field(default=20.0, gt=0)
-
-
 class ServerConfig(BaseModel):
     """Everything ``reactive-rag serve`` needs.
 
     Attributes:
         host: interface to bind (forced to 127.0.0.1 when no tenant is configured).
         port: TCP port (0 picks a free one).
-        store: SQLite path or ``sqlite:///path``, or a ``redis://`` URL;
+        store: SQLite path or ``sqlite:///path``, or a ``redis://`` or
+            ``postgresql://`` URL (``?schema=NAME``: the schema of its tables);
             default ``$REACTIVE_RAG_HOME/runs.db``.
         owner: this server's name among the processes writing to the store;
             ``None`` (default) takes a unique id per process. A stable name
@@ -272,6 +195,19 @@ class ServerConfig(BaseModel):
                              f"session_max_ttl_s ({self.session_max_ttl_s})")
         return self
 
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str) -> str:
+        """A PostgreSQL URL is checked here, so ``serve`` refuses it before it starts."""
+        if value.startswith(("postgresql://", "postgres://")):
+            try:
+                from ..store import PostgresRunStore
+            except ImportError:
+                raise ValueError("a PostgreSQL store needs the postgres extra: "
+                                 "pip install 'reactive-rag[postgres]'") from None
+            PostgresRunStore(value)  # checks the URL (ValueError); connects to nothing
+        return value
+
     @field_validator("tenants")
     @classmethod
     def _names(cls, value: dict[str, TenantConfig]) -> dict[str, TenantConfig]:
@@ -298,6 +234,10 @@ class ServerConfig(BaseModel):
     def store_target(self) -> str:
         """The store location with the default filled in."""
         return self.store or str(default_store_path())
+
+    def store_label(self) -> str:
+        """:meth:`store_target` fit for a log line: a URL's password shows as ``***``."""
+        return re.sub(r"(?<=://)([^:/@?#]*):[^@/?#]*@", r"\1:***@", self.store_target())
 
     @classmethod
     def load(cls, path: str | Path | None = None, *,

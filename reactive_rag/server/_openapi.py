@@ -337,6 +337,16 @@ def _base_document() -> dict[str, Any]:
                         "security": [],
                         "responses": {"200": _json("alive", "Status")}},
             },
+            "/metrics": {
+                "get": {"operationId": "metrics",
+                        "summary": "Run metrics in the Prometheus text format (runs by outcome, "
+                                   "run and tool-call latency, provider health, subscriber "
+                                   "detaches, mailbox depths); unauthenticated like /readyz, "
+                                   "no tenant data", "security": [],
+                        "responses": {"200": {"description": "Prometheus text exposition",
+                                              "content": {"text/plain": {"schema": {
+                                                  "type": "string"}}}}}},
+            },
             "/readyz": {
                 "get": {"operationId": "readyz",
                         "summary": "The store is open and the index readable", "security": [],

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
 
 from .._engine import Engine
+from ..index import CorpusIndex
 from ..store import RunStore
 from ._auth import Authenticator, Tenant
 from ._config import ServerConfig
@@ -28,6 +30,7 @@ __all__ = [
     "TENANT_KEY",
     "json_body",
     "request_tenant",
+    "resolve_collections",
     "run_links",
     "scoped_collections",
 ]
@@ -60,10 +63,23 @@ def run_links(run_id: str) -> dict[str, str]:
 def scoped_collections(request: web.Request, tenant: Tenant,
                        requested: list[str] | None) -> tuple[str, ...]:
     """The request's collections, all of which the tenant may use and that exist."""
-    config = request.app[CONFIG_KEY]
-    index = request.app[ENGINE_KEY].index
+    return resolve_collections(tenant, requested,
+                               defaults=request.app[CONFIG_KEY].default_collections,
+                               index=request.app[ENGINE_KEY].index,
+                               building=request.app.get(CORPUS_TASK_KEY))
+
+
+def resolve_collections(tenant: Tenant, requested: Sequence[str] | None, *,
+                        defaults: Sequence[str], index: CorpusIndex,
+                        building: asyncio.Task[bool] | None = None) -> tuple[str, ...]:
+    """:func:`scoped_collections` without a request (the MCP tools use it too).
+
+    Raises:
+        Problem: 422 none or an unindexed one, 403 one the tenant may not search
+            (the same whether it exists or not), 503 while the default corpus builds.
+    """
     if requested is None:
-        chosen = tuple(c for c in config.default_collections if tenant.allows(c))
+        chosen = tuple(c for c in defaults if tenant.allows(c))
         if not chosen:
             raise make_problem(422, "validation_failed", "collections: name at least one "
                                "collection you may search", field="collections")
@@ -78,7 +94,6 @@ def scoped_collections(request: web.Request, tenant: Tenant,
                                f"you may not search collection {name!r}", field="collections")
     for name in chosen:
         if not index.exists(name):
-            building = request.app.get(CORPUS_TASK_KEY)
             if building is not None and not building.done():
                 raise make_problem(503, "not_ready", "the default corpus is being indexed",
                                    headers={"Retry-After": "5"})

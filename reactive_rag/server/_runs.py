@@ -21,7 +21,7 @@ from typing import Any, Protocol, cast
 
 from streams import Event
 
-from .._engine import Engine, Mode, RunHandle
+from .._engine import Engine, Mode, RunHandle, RunObserver
 from ..run import RunContext
 from ..store import (
     Recorder,
@@ -74,14 +74,18 @@ class RunManager:
         store: where every event goes.
         clock: monotonic seconds (injectable for rate-limit tests).
         engines: tenant name -> its own engine (its web search, its chat model).
+        observers: called with every run started or resumed here, before its
+            first event, whichever engine runs it (the server's metrics).
     """
 
     def __init__(self, engine: Engine, store: RunStore, *,
                  clock: Callable[[], float] = time.monotonic,
                  engines: Mapping[str, Engine] | None = None,
                  health: StoreHealth | None = None,
-                 recorder_options: Mapping[str, Any] | None = None) -> None:
+                 recorder_options: Mapping[str, Any] | None = None,
+                 observers: Sequence[RunObserver] = ()) -> None:
         self.engine = engine
+        self._observers = tuple(observers)
         self.engines = dict(engines or {})
         self.store = store
         self.health = health
@@ -176,6 +180,7 @@ class RunManager:
             raise
         active = ActiveRun(tenant.name, handle, engine=engine)
         self._active[run_id] = active
+        self._observe(handle)
         # The run task has not run yet (no await since engine.start): the
         # recorder subscribes before the first event is published, and takes
         # anything earlier from the stream's history anyway.
@@ -232,6 +237,7 @@ class RunManager:
             raise
         active = ActiveRun(tenant.name, handle, engine=engine)
         self._active[run_id] = active
+        self._observe(handle)
         try:
             await self.store.reopen(run_id, tenant.name)
             # No meta: the recorder goes on after the stored last seq, and takes
@@ -246,6 +252,14 @@ class RunManager:
             self._watch(run_id, active), name=f"watch:{run_id}")
         log.info("run %s resumed from its %d stored events", run_id, len(events))
         return run_id
+
+    def _observe(self, handle: RunHandle) -> None:
+        """Attach the observers (no await since the engine started it: no event missed)."""
+        for observe in self._observers:
+            try:
+                observe(handle)
+            except Exception:
+                log.exception("run %s: observer %r failed to attach", handle.run_id, observe)
 
     async def resume_all(self, run_ids: Sequence[str],
                          tenant_of: Callable[[str], Tenant]) -> list[str]:

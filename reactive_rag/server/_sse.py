@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections import OrderedDict
 
 from aiohttp import web
 
@@ -22,13 +23,27 @@ from ._feed import EventFeed
 __all__ = ["format_event", "serve_sse"]
 
 
+_ENCODED_MAX = 4096
+_encoded: OrderedDict[int, tuple[Event, bytes]] = OrderedDict()
+"""Recently framed live events by identity: every subscriber of a run gets the same
+committed event objects, so each is encoded once, not once per client."""
+
+
 def format_event(event: Event, *, event_id: str | None = None) -> bytes:
     """One SSE message for ``event`` (the JSON never contains a raw newline).
 
     ``event_id``: the message's ``id`` (default: the event's ``seq``).
     """
-    sse_id = event.seq if event_id is None else event_id
-    return f"id: {sse_id}\nevent: {event.type}\ndata: {encode_json(event)}\n\n".encode()
+    if event_id is not None:
+        return f"id: {event_id}\nevent: {event.type}\ndata: {encode_json(event)}\n\n".encode()
+    hit = _encoded.get(id(event))
+    if hit is not None and hit[0] is event:
+        return hit[1]
+    framed = f"id: {event.seq}\nevent: {event.type}\ndata: {encode_json(event)}\n\n".encode()
+    _encoded[id(event)] = (event, framed)  # holding the event keeps its id from reuse
+    if len(_encoded) > _ENCODED_MAX:
+        _encoded.popitem(last=False)
+    return framed
 
 
 async def serve_sse(request: web.Request, feed: EventFeed, *, keepalive_s: float,
@@ -44,14 +59,16 @@ async def serve_sse(request: web.Request, feed: EventFeed, *, keepalive_s: float
         await response.write(b"retry: 1000\n\n")
         while True:
             try:
-                event = await feed.get(keepalive_s)
+                events = await feed.get_batch(keepalive_s)
             except TimeoutError:
-                await asyncio.wait_for(response.write(b": keep-alive\n\n"), write_timeout_s)
+                async with asyncio.timeout(write_timeout_s):
+                    await response.write(b": keep-alive\n\n")
                 continue
-            if event is None:
+            if not events:
                 break
             try:
-                await asyncio.wait_for(response.write(format_event(event)), write_timeout_s)
+                async with asyncio.timeout(write_timeout_s):
+                    await response.write(b"".join(format_event(e) for e in events))
             except TimeoutError:
                 feed.detach(f"client too slow: one write took over {write_timeout_s:g} s")
                 break

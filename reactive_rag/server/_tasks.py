@@ -23,7 +23,7 @@ from typing import Any
 
 from aiohttp import web
 
-from streams import Event, EventBridge, RunStream
+from streams import Event, RunStream, follow
 
 from ..store import BackgroundTask
 from ..tasks import DocumentNotFound, TaskFinished, TaskManager, UnknownTask
@@ -155,33 +155,9 @@ async def _follow(stream: RunStream, after: int) -> AsyncIterator[Event]:
     events; then it is fed from the stream's history (kept in memory for the
     task's life) from where it stood, so memory stays bounded and nothing is lost.
     """
-    cursor = after
-    while True:
-        bridge: EventBridge[Event] = EventBridge(FOLLOW_BUFFER)
-
-        def push(event: Event, bridge: EventBridge[Event] = bridge) -> None:
-            bridge.push(event)  # a refusal closes the bridge: caught up below
-
-        def close(_exc: Exception | None = None,
-                  bridge: EventBridge[Event] = bridge) -> None:
-            bridge.close()
-
-        subscription = stream.replay(cursor).subscribe(push, close, close)
-        try:
-            while True:
-                event = await bridge.get()
-                if event is None:
-                    break
-                if event.seq <= cursor:
-                    continue
-                yield event
-                cursor = event.seq
-                if isinstance(event, TaskFinished):
-                    return
-        finally:
-            subscription.dispose()
-        if not bridge.overflowed:
-            return  # the stream completed without a task.finished
+    async for event in follow(stream, after, until=lambda e: isinstance(e, TaskFinished),
+                              buffer=FOLLOW_BUFFER):
+        yield event
 
 
 async def tasks_context(app: web.Application) -> AsyncIterator[None]:

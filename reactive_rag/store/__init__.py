@@ -1,4 +1,4 @@
-"""Durable runs: the run store protocol, the SQLite and Redis stores, and the recorder.
+"""Durable runs: the run store protocol, the SQLite, Redis and PostgreSQL stores, the recorder.
 
 A :class:`Recorder` subscribes to a run's stream and writes every event, in
 order, to a :class:`RunStore`; readers replay a stored run or attach to a live
@@ -7,16 +7,18 @@ owner with a lease (renewed by a :class:`LeaseKeeper`); runs of owners whose
 lease expired are marked interrupted by the others, and can be reopened.
 Conversation sessions (:class:`SessionRecord`, opaque JSON with a sliding TTL)
 are kept beside the runs, and so are background tasks (:class:`TaskStore`, part
-of :class:`RunStore`; ``_tasks_sqlite``/``_tasks_redis`` hold its two implementations).
+of :class:`RunStore`; ``_tasks_sqlite``/``_tasks_redis``/``_tasks_postgres`` implement it).
 
-:class:`RedisRunStore` is imported on first use, so the ``redis`` package is
-only needed by those who use it.
+:class:`RedisRunStore` and :class:`PostgresRunStore` are imported on first use,
+so the ``redis`` package, and ``psycopg`` (the ``postgres`` extra), are only
+needed by those who use them.
 """
 
 from typing import TYPE_CHECKING, Any
 
 from ._base import StoreBase, session_id_ok
 from ._exceptions import (
+    AmbiguousRunId,
     InvalidCursor,
     RunAlreadyFinished,
     RunExists,
@@ -49,15 +51,19 @@ from ._protocol import (
     TaskUpdate,
 )
 from ._recorder import Recorder, RecorderStats
+from ._resolve import resolve_run_id
 from ._sqlite import SqliteRunStore
 
 if TYPE_CHECKING:
+    from ._postgres import PostgresRunStore
     from ._redis import RedisRunStore
 
 __all__ = [
+    "AmbiguousRunId",
     "BackgroundTask",
     "InvalidCursor",
     "LeaseKeeper",
+    "PostgresRunStore",
     "Recorder",
     "RecorderStats",
     "RedisRunStore",
@@ -89,11 +95,16 @@ __all__ = [
     "TaskStore",
     "TaskUpdate",
     "default_owner",
+    "resolve_run_id",
     "session_id_ok",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "PostgresRunStore":
+        from ._postgres import PostgresRunStore
+
+        return PostgresRunStore
     if name == "RedisRunStore":
         from ._redis import RedisRunStore
 

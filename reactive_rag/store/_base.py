@@ -1,8 +1,8 @@
 """What every store shares: replay, attach (stored tail then committed live events), cursors.
 
 A backend implements a few primitives (fetch a page of events, follow new
-events, read a run's status); replay and attach live here once, so SQLite and
-Redis behave the same. Attach only ever yields committed events: the stored
+events, read a run's status); replay and attach live here once, so SQLite,
+Redis and PostgreSQL behave the same. Attach only ever yields committed events: the stored
 tail, then what the run's recorder commits (commit-before-deliver), so a seq a
 client saw is never given to a different event later.
 """

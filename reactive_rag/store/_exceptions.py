@@ -4,6 +4,7 @@ Hierarchy::
 
     StoreError
     ├── RunNotFound(StoreError, LookupError)       missing id, or another tenant's id
+    ├── AmbiguousRunId(StoreError, LookupError)    a run id prefix that several runs share
     ├── TaskNotFound(StoreError, LookupError)      missing background task id
     ├── SessionNotFound(StoreError, LookupError)   missing, expired or another tenant's session
     ├── RunExists(StoreError, ValueError)          create_run with an id in use
@@ -30,6 +31,7 @@ another tenant, so an error never tells a caller that an id exists; so is
 from __future__ import annotations
 
 __all__ = [
+    "AmbiguousRunId",
     "InvalidCursor",
     "RunAlreadyFinished",
     "RunExists",
@@ -60,6 +62,19 @@ class RunNotFound(StoreError, LookupError):
     def __init__(self, run_id: str) -> None:
         super().__init__(f"run {run_id!r} not found")
         self.run_id = run_id
+
+
+class AmbiguousRunId(StoreError, LookupError):
+    """A run id prefix that more than one stored run starts with.
+
+    ``candidates`` lists (some of) the matching ids, sorted, so a user can pick one.
+    """
+
+    def __init__(self, prefix: str, candidates: tuple[str, ...]) -> None:
+        super().__init__(f"run id prefix {prefix!r} matches {len(candidates)}"
+                         f"{'+' if len(candidates) >= 10 else ''} runs: {', '.join(candidates)}")
+        self.prefix = prefix
+        self.candidates = candidates
 
 
 class TaskNotFound(StoreError, LookupError):

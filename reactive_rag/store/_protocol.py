@@ -2,8 +2,9 @@
 
 A store keeps runs (who asked what, status, outcome) and every event of each
 run in ``seq`` order, so a run can be replayed after the fact or attached to
-while it is still going. The embedded SQLite store and the Redis store both
-implement :class:`RunStore`; the HTTP server and the CLI only see the protocol.
+while it is still going. The embedded SQLite store, the Redis store and the
+PostgreSQL store implement :class:`RunStore`; the HTTP server and the CLI only
+see the protocol.
 """
 
 from __future__ import annotations
@@ -114,6 +115,10 @@ class TaskUpdate:
     result: JsonValue = None
     error: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.progress is not None and not 0.0 <= self.progress <= 1.0:
+            raise ValueError("progress must be within [0, 1]")
+
 
 @dataclass(frozen=True, slots=True)
 class SessionRecord:
@@ -139,8 +144,9 @@ class SessionRecord:
 class TaskStore(Protocol):
     """Durable background tasks (:class:`BackgroundTask`): what a task runner needs.
 
-    Both run stores implement it (``_tasks_sqlite``, ``_tasks_redis``), with the
-    same open/closed, unavailable and read-only errors as their runs.
+    Every run store implements it (``_tasks_sqlite``, ``_tasks_redis``,
+    ``_tasks_postgres``), with the same open/closed, unavailable and read-only
+    errors as their runs.
     """
 
     async def create_task(self, task: BackgroundTask) -> BackgroundTask:
@@ -289,6 +295,15 @@ class RunStore(TaskStore, Protocol):
 
         Raises:
             InvalidCursor: ``before`` is not a cursor this store issued.
+        """
+        ...
+
+    async def run_ids_with_prefix(
+        self, prefix: str, *, tenant: str | None = None, limit: int = 10
+    ) -> list[str]:
+        """Up to ``limit`` stored run ids that start with ``prefix``, sorted (for short ids).
+
+        Scoped to ``tenant`` (``None``: an operator, every tenant).
         """
         ...
 

@@ -83,7 +83,7 @@ from ._protocol import (
     SessionRecord,
 )
 from ._redis_common import text_field, translated
-from ._sqlite import INTERRUPTED_REASON
+from ._sql_rows import INTERRUPTED_REASON
 from ._tasks_redis import RedisTaskTable
 
 __all__ = ["RedisRunStore"]
@@ -575,6 +575,28 @@ class RedisRunStore(RedisTaskTable, StoreBase):
         if not fields or (tenant is not None and text_field(fields, "tenant") != tenant):
             raise RunNotFound(run_id)
         return self._record(run_id, fields)
+
+    async def run_ids_with_prefix(
+        self, prefix: str, *, tenant: str | None = None, limit: int = 10
+    ) -> list[str]:
+        """Run ids starting with ``prefix`` (a SCAN over the run keys), sorted."""
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+        start = len(self._run_key("").encode())
+        found: set[str] = set()
+        with translated():
+            pattern = _glob_escape(self._run_key(prefix)) + "*"
+            async for key in self._redis.scan_iter(match=pattern, count=1000):
+                found.add(bytes(key[start:]).decode())
+            ids = sorted(found)
+            if tenant is not None:
+                async with self._redis.pipeline(transaction=False) as pipe:
+                    for run_id in ids:
+                        pipe.hget(self._run_key(run_id), "tenant")
+                    owners = await pipe.execute()
+                ids = [r for r, t in zip(ids, owners, strict=True)
+                       if t is not None and bytes(t).decode() == tenant]
+        return ids[:limit]
 
     async def list_runs(
         self, tenant: str, *, limit: int = 50, before: str | None = None

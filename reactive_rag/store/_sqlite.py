@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,12 +29,11 @@ from typing import Any, Literal, TypeVar, cast
 from pydantic import JsonValue
 
 from actors import enable_wal
-from streams import DecodeError, Event, Outcome, RunFinished, decode_msgpack, encode_msgpack
+from streams import Event, Outcome, RunFinished, encode_msgpack
 
 from ._base import (
     StoreBase,
     check_batch,
-    make_cursor,
     new_session_args,
     parse_cursor,
     session_data_text,
@@ -61,6 +59,14 @@ from ._protocol import (
     RunRecord,
     RunStatus,
     SessionRecord,
+)
+from ._sql_rows import (
+    INTERRUPTED_REASON,
+    RUN_COLUMNS,
+    SESSION_COLUMNS,
+    decode_rows,
+    run_from_row,
+    session_from_row,
 )
 from ._sqlite_common import transaction
 from ._tasks_sqlite import TASKS_SCHEMA, SqliteTaskTable
@@ -109,59 +115,9 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_us);
 """
 
-_RUN_COLUMNS = (
-    "run_id, tenant, question, mode, status, outcome, created_us, updated_us, last_seq"
-)
-INTERRUPTED_REASON = "the process writing this run ended before the run finished"
-_SESSION_COLUMNS = "session_id, tenant, data, ttl_us, created_us, updated_us, expires_us"
-
-
-def _session_from_row(row: tuple[Any, ...]) -> SessionRecord:
-    session_id, tenant, data, ttl_us, created_us, updated_us, expires_us = row
-    try:
-        decoded = json.loads(data)
-    except ValueError as exc:
-        raise StoreCorrupt(f"session {session_id!r} data does not decode: {exc}") from exc
-    return SessionRecord(
-        session_id=session_id,
-        tenant=tenant,
-        data=decoded,
-        ttl_s=ttl_us / 1e6,
-        created_at=created_us / 1e6,
-        updated_at=updated_us / 1e6,
-        expires_at=expires_us / 1e6,
-    )
-
-
 def _no_sessions_table(exc: sqlite3.OperationalError) -> bool:
     """A file older than schema 3, opened read-only (never upgraded): it has no sessions."""
     return "no such table: sessions" in str(exc)
-
-
-def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
-    run_id, tenant, question, mode, status, outcome, created_us, updated_us, last_seq = row
-    return RunRecord(
-        run_id=run_id,
-        tenant=tenant,
-        question=question,
-        mode=mode,
-        status=cast(RunStatus, status),
-        outcome=cast(Outcome | None, outcome),
-        created_at=created_us / 1e6,
-        updated_at=updated_us / 1e6,
-        last_seq=last_seq,
-        cursor=make_cursor(created_us, run_id),
-    )
-
-
-def _decode_rows(run_id: str, rows: list[tuple[int, bytes]]) -> list[Event]:
-    events = []
-    for seq, data in rows:
-        try:
-            events.append(decode_msgpack(data))
-        except DecodeError as exc:
-            raise StoreCorrupt(f"run {run_id!r} event seq {seq} does not decode: {exc}") from exc
-    return events
 
 
 def _translate(exc: sqlite3.DatabaseError) -> StoreError:
@@ -362,7 +318,7 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
                 )
             except sqlite3.IntegrityError as exc:
                 raise RunExists(f"run {meta.run_id!r} already exists") from exc
-            return _run_from_row(
+            return run_from_row(
                 (meta.run_id, meta.tenant, meta.question, meta.mode, "running", None, now, now, 0)
             )
 
@@ -535,8 +491,8 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
                 " WHERE run_id = ?",
                 (self.owner, now, run_id),
             )
-            return _run_from_row(conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+            return run_from_row(conn.execute(
+                f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone())
 
         return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
@@ -546,11 +502,11 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
 
         def do(conn: sqlite3.Connection) -> RunRecord:
             row = conn.execute(
-                f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
+                f"SELECT {RUN_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)
             ).fetchone()
             if row is None or (tenant is not None and row[1] != tenant):
                 raise RunNotFound(run_id)
-            return _run_from_row(row)
+            return run_from_row(row)
 
         return await self._read(do)
 
@@ -565,20 +521,38 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
         def do(conn: sqlite3.Connection) -> RunPage:
             if bound is None:
                 rows = conn.execute(
-                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant = ?"
+                    f"SELECT {RUN_COLUMNS} FROM runs WHERE tenant = ?"
                     " ORDER BY created_us DESC, run_id DESC LIMIT ?",
                     (tenant, limit + 1),
                 ).fetchall()
             else:
                 rows = conn.execute(
-                    f"SELECT {_RUN_COLUMNS} FROM runs WHERE tenant = ?"
+                    f"SELECT {RUN_COLUMNS} FROM runs WHERE tenant = ?"
                     " AND (created_us, run_id) < (?, ?)"
                     " ORDER BY created_us DESC, run_id DESC LIMIT ?",
                     (tenant, bound[0], bound[1], limit + 1),
                 ).fetchall()
-            runs = tuple(_run_from_row(row) for row in rows[:limit])
+            runs = tuple(run_from_row(row) for row in rows[:limit])
             more = len(rows) > limit
             return RunPage(runs=runs, next_before=runs[-1].cursor if more else None)
+
+        return await self._read(do)
+
+    async def run_ids_with_prefix(
+        self, prefix: str, *, tenant: str | None = None, limit: int = 10
+    ) -> list[str]:
+        """Run ids starting with ``prefix`` (a range scan of the primary key), sorted."""
+        if limit < 1:
+            raise ValueError("limit must be >= 1")
+
+        def do(conn: sqlite3.Connection) -> list[str]:
+            # substr, not LIKE: a prefix may hold '%' or '_' (ids are free-form text)
+            rows = conn.execute(
+                "SELECT run_id FROM runs WHERE run_id >= ? AND substr(run_id, 1, ?) = ?"
+                " AND (? IS NULL OR tenant = ?) ORDER BY run_id LIMIT ?",
+                (prefix, len(prefix), prefix, tenant, tenant, limit),
+            ).fetchall()
+            return [str(row[0]) for row in rows]
 
         return await self._read(do)
 
@@ -589,7 +563,7 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
                 " ORDER BY seq LIMIT ?",
                 (run_id, after_seq, limit),
             ).fetchall()
-            return _decode_rows(run_id, rows)
+            return decode_rows(run_id, rows)
 
         return await self._read(do)
 
@@ -616,11 +590,11 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
             conn.execute("DELETE FROM sessions WHERE session_id = ? AND expires_us <= ?",
                          (session_id, now))
             try:
-                conn.execute(f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
+                conn.execute(f"INSERT INTO sessions ({SESSION_COLUMNS}) VALUES (?,?,?,?,?,?,?)",
                              row)
             except sqlite3.IntegrityError as exc:
                 raise SessionExists(f"session {session_id!r} already exists") from exc
-            return _session_from_row(row)
+            return session_from_row(row)
 
         return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
 
@@ -628,7 +602,7 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
     def _live_session(conn: sqlite3.Connection, session_id: str, tenant: str | None,
                       now: int) -> tuple[Any, ...]:
         row = conn.execute(
-            f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
         ).fetchone()
         if row is None or row[6] <= now or (tenant is not None and row[1] != tenant):
             raise SessionNotFound(session_id)
@@ -645,7 +619,7 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
 
             def read(conn: sqlite3.Connection) -> SessionRecord:
                 try:
-                    return _session_from_row(self._live_session(conn, session_id, tenant, now))
+                    return session_from_row(self._live_session(conn, session_id, tenant, now))
                 except sqlite3.OperationalError as exc:
                     if _no_sessions_table(exc):
                         raise SessionNotFound(session_id) from None
@@ -658,7 +632,7 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
             expires = now + int(row[3])
             conn.execute("UPDATE sessions SET expires_us = ? WHERE session_id = ?",
                          (expires, session_id))
-            return _session_from_row((*row[:6], expires))
+            return session_from_row((*row[:6], expires))
 
         return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
 
@@ -677,7 +651,7 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
             conn.execute(
                 "UPDATE sessions SET data = ?, updated_us = ?, expires_us = ?"
                 " WHERE session_id = ?", (text, now, expires, session_id))
-            return _session_from_row((session_id, row[1], text, row[3], row[4], now, expires))
+            return session_from_row((session_id, row[1], text, row[3], row[4], now, expires))
 
         return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
 

@@ -119,8 +119,6 @@ class RedisTaskTable:
     async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
         """Apply ``update``; a task in a final status raises TaskAlreadyFinished."""
         self._writable()
-        if update.progress is not None and not 0.0 <= update.progress <= 1.0:
-            raise ValueError("progress must be within [0, 1]")
         args: list[Any] = [
             task_id, self._now_us(), "" if update.status is None else update.status.value
         ]

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ._exceptions import TaskAlreadyFinished, TaskExists, TaskNotFound
 from ._protocol import BackgroundTask, TaskStatus, TaskUpdate
+from ._sql_rows import TASK_COLUMNS, task_from_row
 from ._sqlite_common import transaction
 
 __all__ = ["TASKS_SCHEMA", "SqliteTaskTable"]
@@ -40,31 +41,6 @@ CREATE INDEX IF NOT EXISTS tasks_unfinished ON tasks (created_us)
 """
 """The ``tasks`` table and its index (``CREATE ... IF NOT EXISTS``)."""
 
-_TASK_COLUMNS = (
-    "task_id, tenant, kind, run_id, doc_id, status, progress, params, result, error,"
-    " created_us, updated_us"
-)
-
-
-def _task_from_row(row: tuple[Any, ...]) -> BackgroundTask:
-    (task_id, tenant, kind, run_id, doc_id, status, progress, params, result, error,
-     created_us, updated_us) = row
-    return BackgroundTask(
-        task_id=task_id,
-        tenant=tenant,
-        kind=kind,
-        run_id=run_id,
-        doc_id=doc_id,
-        status=TaskStatus(status),
-        progress=progress,
-        params=json.loads(params),
-        result=None if result is None else json.loads(result),
-        error=error,
-        created_at=created_us / 1e6,
-        updated_at=updated_us / 1e6,
-    )
-
-
 class SqliteTaskTable:
     """Background tasks in the store's SQLite file (mixed into ``SqliteRunStore``)."""
 
@@ -89,24 +65,22 @@ class SqliteTaskTable:
         def do(conn: sqlite3.Connection) -> BackgroundTask:
             try:
                 conn.execute(
-                    f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO tasks ({TASK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (task.task_id, task.tenant, task.kind, task.run_id, task.doc_id,
                      task.status.value, task.progress, params, result, task.error, now, now),
                 )
             except sqlite3.IntegrityError as exc:
                 raise TaskExists(f"task {task.task_id!r} already exists") from exc
             row = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task.task_id,)
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task.task_id,)
             ).fetchone()
-            return _task_from_row(row)
+            return task_from_row(row)
 
         return await self._write(do)
 
     async def update_task(self, task_id: str, update: TaskUpdate) -> BackgroundTask:
         """Apply ``update``; a task in a final status raises TaskAlreadyFinished."""
         self._writable()
-        if update.progress is not None and not 0.0 <= update.progress <= 1.0:
-            raise ValueError("progress must be within [0, 1]")
         now = self._now_us()
         result = None if update.result is None else json.dumps(update.result)
 
@@ -126,8 +100,8 @@ class SqliteTaskTable:
                     (None if update.status is None else update.status.value, update.progress,
                      result, update.error, now, task_id),
                 )
-                return _task_from_row(conn.execute(
-                    f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
+                return task_from_row(conn.execute(
+                    f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
                 ).fetchone())
 
             return transaction(conn, update_row)
@@ -139,11 +113,11 @@ class SqliteTaskTable:
 
         def do(conn: sqlite3.Connection) -> BackgroundTask:
             row = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE task_id = ?", (task_id,)
             ).fetchone()
             if row is None or (tenant is not None and row[1] != tenant):
                 raise TaskNotFound(task_id)
-            return _task_from_row(row)
+            return task_from_row(row)
 
         return await self._read(do)
 
@@ -152,9 +126,9 @@ class SqliteTaskTable:
 
         def do(conn: sqlite3.Connection) -> list[BackgroundTask]:
             rows = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE status IN ('pending', 'running')"
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE status IN ('pending', 'running')"
                 " ORDER BY created_us, task_id"
             ).fetchall()
-            return [_task_from_row(row) for row in rows]
+            return [task_from_row(row) for row in rows]
 
         return await self._read(do)

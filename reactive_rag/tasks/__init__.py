@@ -9,7 +9,7 @@ package (no HTTP): the server serves tasks over HTTP
 from ._events import TaskFinished, TaskProgress, TaskStarted
 from ._exceptions import DocumentNotFound, TaskError, UnknownTask
 from ._manager import SUMMARY_KIND, TaskManager
-from ._summary import SummaryState, split_sentences
+from ._summary import SummaryState
 
 __all__ = [
     "SUMMARY_KIND",
@@ -21,5 +21,4 @@ __all__ = [
     "TaskProgress",
     "TaskStarted",
     "UnknownTask",
-    "split_sentences",
 ]

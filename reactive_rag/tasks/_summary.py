@@ -11,31 +11,21 @@ an exact substring of the chunk it names.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["SummaryState", "split_sentences"]
+from actors.text import split_sentences
 
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"')\]]*|\n|$)")
+__all__ = ["SummaryState"]
+
 _MIN_WORDS = 4
 
 
 class _Embedder(Protocol):
     def embed_passages(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``, each an exact substring of it (stripped of spaces)."""
-    out = []
-    for match in _SENTENCE.finditer(text):
-        sentence = match.group(0).strip()
-        if sentence:
-            out.append(sentence)
-    return out
 
 
 class SummaryState:
@@ -99,7 +89,8 @@ class SummaryState:
         """Score the sentences of the next chunk and keep the best candidates."""
         if self.centroid is None:
             raise RuntimeError("call start() before add_chunk()")
-        sentences = [s for s in split_sentences(text) if len(s.split()) >= _MIN_WORDS]
+        sentences = [text[a:b] for a, b in split_sentences(text)
+                     if len(text[a:b].split()) >= _MIN_WORDS]
         if sentences and self.centroid:
             vectors = np.asarray(embedder.embed_passages(sentences), dtype=np.float32)
             norms = np.linalg.norm(vectors, axis=1)

@@ -6,6 +6,8 @@
 // event is applied at most once (deduplicated by seq). The run goes on on the
 // server whatever happens to this page; a reload re-attaches from `#run=ID`.
 
+import { buildTimeline, drawSwimlanes } from "./timeline.js";
+
 const OUTCOMES = {
   answered: ["Answered", "every claim was verified against its source"],
   answered_from_evidence: ["Answered from evidence", "the budget ran out; answered from the evidence gathered"],
@@ -30,6 +32,8 @@ function newState(runId) {
     evidence: new Map(),
     providers: new Map(),
     deltas: [],
+    events: [],  // every applied event, for the swimlanes
+    lastArrival: 0,
     finished: null,
     controller: null,
     generation: 0,
@@ -56,6 +60,9 @@ window.__rr = {
   get sessionId() { return conversation.sessionId; },
   get sessionsSupported() { return conversation.supported; },
   get turns() { return conversation.turns.slice(); },
+  get timeline() { return buildTimeline(state.events); },
+  get events() { return state.events.slice(); },
+  get collectionsOffered() { return offered; },
   drop() { if (state.controller) state.controller.abort(); },
 };
 
@@ -75,9 +82,67 @@ async function problem(resp) {
   }
 }
 
+function chosenCollections() {
+  return $("collections").value.split(",").map((c) => c.trim()).filter(Boolean);
+}
+
 function runBody(question) {
-  const collections = $("collections").value.split(",").map((c) => c.trim()).filter(Boolean);
+  const collections = chosenCollections();
+  rememberChoices($("mode").value, collections);
   return { question, mode: $("mode").value, collections, budget: {} };
+}
+
+// Mode and collections survive a reload: the last ones asked with are kept in this
+// browser, and a page that re-attaches to a run shows the ones that run was asked with.
+function rememberChoices(mode, collections) {
+  localStorage.setItem("rr.mode", mode);
+  localStorage.setItem("rr.collections", collections.join(", "));
+}
+
+function restoreChoices(mode, collections) {
+  if (mode && [...$("mode").options].some((o) => o.value === mode)) $("mode").value = mode;
+  if (collections !== null && collections !== undefined) $("collections").value = collections;
+  markPicked();
+}
+
+// The collections this server offers (GET /v1/collections), as buttons that add or
+// remove a name in the field. An older server without that endpoint: the field alone.
+let offered = null;
+async function loadCollections() {
+  try {
+    const resp = await fetch("/v1/collections", { headers: authHeaders(), cache: "no-store" });
+    if (!resp.ok) return;
+    const body = await resp.json();
+    const names = (body.collections || []).map((c) => (typeof c === "string" ? c : c && c.name))
+      .filter((n) => typeof n === "string" && n);
+    offered = names;
+    const pick = $("collections-pick");
+    pick.replaceChildren(...names.map((name) => el("button", {
+      type: "button", dataset: { collection: name }, "aria-pressed": "false",
+      onclick: () => togglePicked(name),
+    }, name)));
+    pick.hidden = names.length === 0;
+    $("collections-help").textContent = names.length
+      ? "Comma separated collection names; pick from this server's collections below."
+      : "Comma separated collection names.";
+    markPicked();
+  } catch {
+    // no list: the field still takes names by hand
+  }
+}
+
+function togglePicked(name) {
+  const now = chosenCollections();
+  const next = now.includes(name) ? now.filter((c) => c !== name) : [...now, name];
+  $("collections").value = next.join(", ");
+  markPicked();
+}
+
+function markPicked() {
+  const now = new Set(chosenCollections());
+  for (const b of $("collections-pick").querySelectorAll("button")) {
+    b.setAttribute("aria-pressed", String(now.has(b.dataset.collection)));
+  }
 }
 
 function postJson(url, body) {
@@ -338,7 +403,10 @@ function apply(st, ev) {
   if (seq !== st.lastSeq + 1) st.gaps.push([st.lastSeq + 1, seq - 1]);
   st.lastSeq = seq;
   st.seqs.push(seq);
+  st.events.push(ev);
+  st.lastArrival = performance.now();
   addTimeline(ev);
+  scheduleSwimlanes();
   switch (ev.type) {
     case "run.started": showQuestion(ev); break;
     case "budget.tick": showBudget(ev); break;
@@ -432,11 +500,13 @@ function resetView(runId) {
   $("event-count").textContent = "0 events";
   $("evidence").replaceChildren();
   $("evidence-count").textContent = "0";
+  $("evidence-more").hidden = true;
   $("providers").replaceChildren(el("li", { class: "muted" }, "none reported"));
   $("answer").replaceChildren(el("p", { class: "muted" }, "Waiting for the answer…"));
   $("answer-state").textContent = "";
   $("citations").replaceChildren();
   $("passage").hidden = true;
+  drawSwimlanes($("swimlanes"), buildTimeline([]), 0);
   $("reason").hidden = true;
   $("read-as").hidden = true;
   $("followup").hidden = true;
@@ -474,6 +544,7 @@ function watchTimelineScroll() {
 
 function showQuestion(ev) {
   if (!$("question").value) $("question").value = ev.question || "";
+  restoreChoices(ev.mode, Array.isArray(ev.collections) ? ev.collections.join(", ") : null);
 }
 
 function gauge(id, used, max, fmt) {
@@ -509,6 +580,17 @@ function addEvidence(st, chunks) {
       el("p", {}, text)));
   }
   $("evidence-count").textContent = String(st.evidence.size);
+  showEvidenceMore();
+}
+
+// How many passages are below the visible part of the evidence list (0: none).
+function showEvidenceMore() {
+  const list = $("evidence");
+  const bottom = list.scrollTop + list.clientHeight;
+  const below = [...list.children].filter((li) => li.offsetTop + li.offsetHeight / 2 > bottom).length;
+  const more = $("evidence-more");
+  more.hidden = below === 0;
+  more.textContent = `↓ ${below} more passage${below === 1 ? "" : "s"} below: scroll the list`;
 }
 
 function showDraft(st) {
@@ -529,7 +611,9 @@ function finish(st, ev) {
   const answered = ev.outcome === "answered" || ev.outcome === "answered_from_evidence";
   $("answer-state").textContent = answered ? "(verified)" : ev.outcome === "partial" ? "(verified, partial)" : "";
   const claims = ev.claims || [];
+  // the reason is said once: on its own line when the run gave one, else in the answer box
   if (ev.answer) $("answer").replaceChildren(renderAnswer(ev.answer, claims));
+  else if (ev.reason) $("answer").replaceChildren(el("p", { class: "muted" }, "No answer."));
   else $("answer").replaceChildren(el("p", { class: "muted" }, `No answer: ${why}.`));
   const reason = $("reason");
   reason.textContent = ev.reason ? `${label}: ${ev.reason}` : "";
@@ -609,6 +693,44 @@ function openCitation(number, claims) {
   box.scrollIntoView({ block: "nearest" });
 }
 
+function closePassage() {
+  const box = $("passage");
+  if (box.hidden) return;
+  box.hidden = true;
+  const pressed = document.querySelector("#answer button.cite[aria-pressed='true']");
+  for (const b of document.querySelectorAll("button.cite")) b.setAttribute("aria-pressed", "false");
+  if (pressed) pressed.focus();
+}
+
+// --- swimlanes ----------------------------------------------------------------------------
+
+// Redrawn at most once a frame from every event the page applied; while the run is
+// live the time axis runs on between events, so a call waiting for its reply grows.
+let swimlanesDue = false;
+function scheduleSwimlanes() {
+  if (swimlanesDue) return;
+  swimlanesDue = true;
+  requestAnimationFrame(() => { swimlanesDue = false; drawNow(); });
+}
+
+function drawNow() {
+  if ($("swimlanes-body").hidden) return;
+  const timeline = buildTimeline(state.events);
+  const live = !state.finished && state.events.length > 0;
+  const span = live ? timeline.duration + (performance.now() - state.lastArrival) / 1000 : timeline.duration;
+  drawSwimlanes($("swimlanes"), timeline, span);
+}
+
+function toggleSwimlanes() {
+  const body = $("swimlanes-body");
+  body.hidden = !body.hidden;
+  const button = $("swimlanes-toggle");
+  button.textContent = body.hidden ? "Show" : "Hide";
+  button.setAttribute("aria-expanded", String(!body.hidden));
+  localStorage.setItem("rr.swimlanes", body.hidden ? "hidden" : "shown");
+  if (!body.hidden) drawNow();
+}
+
 // Where `quote` occurs in `text`, ignoring case, spacing and quote/dash styles.
 function locate(text, quote) {
   const exact = text.indexOf(quote);
@@ -642,9 +764,25 @@ function init() {
   $("cancel").addEventListener("click", cancelRun);
   $("followup").addEventListener("submit", askFollowup);
   $("new-conversation").addEventListener("click", newConversation);
+  $("passage-close").addEventListener("click", closePassage);
+  $("evidence").addEventListener("scroll", showEvidenceMore);
+  $("evidence-more").addEventListener("click", () => {
+    const list = $("evidence");
+    list.scrollBy({ top: list.clientHeight * 0.8 });
+  });
+  $("passage").addEventListener("keydown", (e) => { if (e.key === "Escape") closePassage(); });
+  $("swimlanes-toggle").addEventListener("click", toggleSwimlanes);
+  if (localStorage.getItem("rr.swimlanes") === "hidden") toggleSwimlanes();
+  setInterval(() => { if (state.runId && !state.finished) scheduleSwimlanes(); }, 500);
+  $("collections").addEventListener("input", markPicked);
+  restoreChoices(localStorage.getItem("rr.mode"), localStorage.getItem("rr.collections"));
+  loadCollections();
   const token = $("token");
   token.value = localStorage.getItem("rr.token") || "";
-  token.addEventListener("change", () => localStorage.setItem("rr.token", token.value.trim()));
+  token.addEventListener("change", () => {
+    localStorage.setItem("rr.token", token.value.trim());
+    loadCollections();  // a secured server lists its collections only to a tenant
+  });
   const session = /session=([^&]+)/.exec(location.hash);
   if (session) { conversation.sessionId = decodeURIComponent(session[1]); conversation.supported = true; }
   const match = /run=([^&]+)/.exec(location.hash);

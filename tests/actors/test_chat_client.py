@@ -220,6 +220,20 @@ async def test_429_with_retry_after_is_honoured_then_succeeds(
     assert sleeps.waits == [3.0]
 
 
+async def test_503_with_retry_after_is_honoured_like_a_429(
+    server: FakeOpenAI, client: OpenAIChatClient, sleeps: SleepRecorder
+) -> None:
+    """A server in maintenance says when to come back; the client waits that long."""
+    server.script(Status(503, '{"error": {"message": "maintenance"}}',
+                         headers={"Retry-After": "4"}))
+    server.script(stream_reply("back"))
+
+    result = await client.complete(MESSAGES, timeout_s=30)
+
+    assert result.content == "back"
+    assert sleeps.waits == [4.0]
+
+
 async def test_429_that_persists_raises_rate_limited_with_retry_after(
     server: FakeOpenAI, client: OpenAIChatClient, sleeps: SleepRecorder
 ) -> None:

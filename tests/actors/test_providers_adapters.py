@@ -178,6 +178,14 @@ def test_google_daily_limit_is_quota_and_per_minute_is_rate_limit() -> None:
         p._raise_for_status(minute)
 
 
+def test_a_503_keeps_its_retry_after_for_the_retry_layer() -> None:
+    """A provider in maintenance says when to come back; the health layer reads it."""
+    p = SearxngProvider(ProviderSettings(kind="searxng", base_url="http://127.0.0.1:9"))
+    with pytest.raises(ProviderUnavailable) as info:
+        p._raise_for_status(_reply(503, "maintenance", {"Retry-After": "30"}))
+    assert info.value.retry_after == 30.0 and info.value.retryable
+
+
 def test_tavily_pay_as_you_go_limit_is_quota() -> None:
     p = TavilyProvider(ProviderSettings(kind="tavily", api_key="k"))
     with pytest.raises(ProviderQuotaError):

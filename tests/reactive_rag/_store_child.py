@@ -17,8 +17,10 @@ import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from reactive_rag.store import Recorder, RedisRunStore, RunMeta, SqliteRunStore
+from reactive_rag.store import PostgresRunStore, Recorder, RedisRunStore, RunMeta, SqliteRunStore
 from streams import RunFinished, RunStarted, RunStream, SearchRequested
+
+from ._store_fixtures import pg_schema
 
 
 def _print(line: str) -> None:
@@ -32,9 +34,12 @@ def run_child(conn: Connection, backend: str, target: str, key_prefix: str, run_
                      say=conn.send))
 
 
-def _store(backend: str, target: str, prefix: str) -> SqliteRunStore | RedisRunStore:
+def _store(backend: str, target: str,
+           prefix: str) -> SqliteRunStore | RedisRunStore | PostgresRunStore:
     if backend == "sqlite":
         return SqliteRunStore(target, owner="child")
+    if backend == "postgres":  # KEY_PREFIX names the schema, as in _store_fixtures.make_store
+        return PostgresRunStore(target, schema=pg_schema(prefix), owner="child")
     return RedisRunStore(target, prefix=prefix, owner="child")
 
 

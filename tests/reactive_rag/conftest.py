@@ -28,3 +28,10 @@ def server_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusInd
     idx = build_index(tmp_path_factory.mktemp("idx"))
     yield idx
     idx.close()
+
+
+@pytest.fixture(autouse=True)
+def _own_run_store_home(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``reactive-rag ask`` keeps its runs in ``$REACTIVE_RAG_HOME/runs.db``: never the user's."""
+    monkeypatch.setenv("REACTIVE_RAG_HOME", str(tmp_path_factory.mktemp("home")))

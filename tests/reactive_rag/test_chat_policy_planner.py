@@ -179,8 +179,8 @@ async def test_invalid_calls_are_never_returned_and_the_reason_goes_back_to_the_
 
     assert [c.id for c in decision.calls] == ["y"]  # the bad call is not among them
     assert why in decision.reason
-    assert [(r.call_id, r.tool) for r in planner.last_rejections] == [("x", bad[1])]
-    assert why in planner.last_rejections[0].reason
+    assert [(r.call_id, r.tool) for r in decision.rejected] == [("x", bad[1])]
+    assert why in decision.rejected[0].reason
     retry = server.messages[1]
     assert retry[-2]["role"] == "assistant" and retry[-2]["tool_calls"][0]["id"] == "x"
     assert json.loads(retry[-2]["tool_calls"][0]["function"]["arguments"]) is not None
@@ -443,8 +443,8 @@ async def test_open_page_is_refused_back_to_the_model_unless_a_new_shown_web_res
     decision = await planner.decide(view(evidence=[EIFFEL, SEINE], **kw))
 
     assert [c.id for c in decision.calls] == ["y"]
-    assert [(r.call_id, r.tool) for r in planner.last_rejections] == [("x", "open_page")]
-    assert why in planner.last_rejections[0].reason
+    assert [(r.call_id, r.tool) for r in decision.rejected] == [("x", "open_page")]
+    assert why in decision.rejected[0].reason
     assert why in tool_messages(server.messages[1])["x"]
 
 
@@ -470,7 +470,7 @@ async def test_every_valid_call_of_a_turn_is_returned_within_the_page_budget(
     assert [(c.id, c.tool) for c in decision.calls] == [
         ("s", "search"), ("o1", "scrape"), ("o3", "scrape"), ("r", "read"),
     ]
-    reasons = {r.call_id: r.reason for r in planner.last_rejections}
+    reasons = {r.call_id: r.reason for r in decision.rejected}
     assert "already being opened in this turn" in reasons["o2"]
     assert "unknown result id" in reasons["o4"]
 
@@ -582,7 +582,7 @@ async def test_bad_search_filters_are_refused_back_to_the_model(
     decision = await planner.decide(view(today=TODAY))
 
     assert [c.id for c in decision.calls] == ["y"]
-    assert why in planner.last_rejections[0].reason
+    assert why in decision.rejected[0].reason
     assert why in tool_messages(server.messages[1])["x"]
 
 
@@ -829,18 +829,14 @@ async def test_llama_cpp_python_mode_sends_results_as_user_text_without_streamin
 
 
 async def test_the_planner_actor_publishes_the_policy_s_rejections_as_tool_rejected() -> None:
-    from reactive_rag.agent import PlannerActor
-    from reactive_rag.agent._chat_planner import Rejection
-    from reactive_rag.agent._policy import Decision
+    from reactive_rag.agent import Decision, PlannerActor, Rejection
     from streams import PlanDecided, PlanRequested, RunStarted, ToolRejected
 
     class _Refusing:
-        last_rejections: list[Rejection] = []
-
         async def decide(self, view: PlannerView) -> Decision:
-            self.last_rejections = [Rejection("x", "open_page", "unknown result id 'r9'")]
             return Decision(action="search", calls=[
-                ToolCall(id="s1", tool="search", args={"query": "Eiffel Tower"})])
+                ToolCall(id="s1", tool="search", args={"query": "Eiffel Tower"})],
+                rejected=[Rejection("x", "open_page", "unknown result id 'r9'")])
 
     actor = PlannerActor(_Refusing())  # type: ignore[arg-type]
     await actor.on_receive(RunStarted(question="Eiffel Tower height?"), None)  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ from reactive_rag.index import (
     ChunkingConfig,
     CorpusIndex,
     DocumentLoadError,
+    SkippedFile,
     load_file,
     load_folder,
     stdlib_documents,
@@ -63,9 +64,11 @@ def test_load_file_errors_are_clear(tmp_path: Path) -> None:
 def test_unreadable_file_is_skipped_and_reported(folder: Path) -> None:
     bad = folder / "broken.pdf"  # no pypdf installed, or not a PDF at all: unreadable
     bad.write_bytes(b"this is not a pdf")
-    skipped: list[Path] = []
+    skipped: list[SkippedFile] = []
     ids = [d.id for d in load_folder(folder, skipped=skipped)]
-    assert "broken.pdf" not in ids and skipped == [bad]
+    assert "broken.pdf" not in ids
+    assert sorted((s.path, s.reason) for s in skipped) == [
+        (str(bad), "unreadable"), (str(folder / "image.png"), "binary")]
     assert sorted(ids) == ["guide.md", "notes.txt", "sub/page.html"]
     with pytest.raises(DocumentLoadError, match=r"broken\.pdf"):
         list(load_folder(folder))

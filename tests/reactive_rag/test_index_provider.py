@@ -11,7 +11,15 @@ import pytest
 
 from actors.providers import ProviderNotConfigured, ProviderTimeout, ProviderUnavailable
 from actors.providers._protocol import SearchProvider
-from reactive_rag.index import ChunkingConfig, CorpusIndex, LocalCorpusProvider, SearchFilter
+from reactive_rag._reader import ReaderActor
+from reactive_rag.index import (
+    ChunkingConfig,
+    CorpusIndex,
+    Direction,
+    LocalCorpusProvider,
+    SearchFilter,
+)
+from streams import ReadCompleted, ReadRequested
 
 from ._index_helpers import CountingEmbedder, long_doc, topic_docs
 
@@ -112,10 +120,20 @@ async def test_provider_edge_cases(index: CorpusIndex) -> None:
 
 
 async def test_read_on_returns_following_chunks(index: CorpusIndex) -> None:
-    provider = LocalCorpusProvider(index, ["long", "topics"])
-    nxt = await provider.read("long#0", "next", 2)
-    assert [c.id for c in nxt] == ["long#1", "long#2"]
-    assert [c.id for c in await provider.read("long#2", "prev", 1)] == ["long#1"]
+    """Read-on goes through the run's reader, over every collection the run may read."""
+    reader = ReaderActor(index, ["topics", "long"])
+
+    async def read(chunk_id: str, direction: Direction, count: int) -> list[str]:
+        out = await reader.on_receive(ReadRequested(call_id="r", chunk_id=chunk_id,
+                                                    direction=direction, count=count),
+                                      None)  # type: ignore[arg-type]  # reads need no context
+        assert out is not None
+        [done] = out
+        assert isinstance(done, ReadCompleted)
+        return [c.id for c in done.chunks]
+
+    assert await read("long#0", "next", 2) == ["long#1", "long#2"]
+    assert await read("long#2", "prev", 1) == ["long#1"]
 
 
 async def test_provider_searches_in_tasks_survive_a_concurrent_reindex(tmp_path: Path) -> None:

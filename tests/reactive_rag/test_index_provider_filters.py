@@ -9,6 +9,7 @@ import pytest
 
 from actors.providers import FilteringProvider
 from actors.search import Searcher
+from reactive_rag._reader import ReaderActor
 from reactive_rag.index import (
     ChunkingConfig,
     CorpusIndex,
@@ -16,7 +17,7 @@ from reactive_rag.index import (
     LocalCorpusProvider,
     SearchFilter,
 )
-from streams import SearchFilters
+from streams import ReadCompleted, ReadRequested, SearchFilters
 
 from ._index_helpers import CountingEmbedder, long_doc, topic_docs
 
@@ -121,7 +122,10 @@ async def test_hits_name_their_neighbours_and_the_index_reads_them(
     after = index.chunk(middle.next_id or "", collection="long")
     before = index.chunk(middle.prev_id or "", collection="long")
     assert (before.position, after.position) == (middle.position - 1, middle.position + 1)
-    [read_on] = await provider.read(middle.chunk_id or "", "next")
+    out = await ReaderActor(index, ["long"]).on_receive(
+        ReadRequested(call_id="r", chunk_id=middle.chunk_id or ""), None)  # type: ignore[arg-type]
+    assert out is not None and isinstance(out[0], ReadCompleted)
+    [read_on] = out[0].chunks
     assert (read_on.id, read_on.text) == (middle.next_id, after.text)
     first = (await provider.search("Paragraph 0 begins here", 10, None))
     edge = next(h for h in first if h.position == 0)

@@ -104,7 +104,9 @@ def test_cli_runs_and_replay_read_the_store(tmp_path: Path,
     assert run("replay", run_id, "--store", str(db)) == 0
     out = capsys.readouterr().out
     assert "Somebody." in out and "search.requested" in out
-    assert run("replay", "nope", "--store", str(db)) == 1
+    assert run("replay", "nope", "--store", str(db)) == 2  # a bad argument, said in one line
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nope" in err[0]
     assert cli_main is not None
 
 

@@ -14,7 +14,7 @@ import pytest
 from reactive_rag.store import Recorder, RunMeta, RunNotFound
 from streams import Event, RunFinished, RunStarted, RunStream, SearchRequested
 
-from ._store_fixtures import BACKENDS, AnyStore, make_store, open_store
+from ._store_fixtures import BACKENDS, AnyStore, backend_of, make_store, namespace_of, open_store
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -95,10 +95,7 @@ async def test_attach_without_live_follows_a_run_another_writer_is_storing(
     store: AnyStore, tmp_path: Path
 ) -> None:
     # The writer uses its own store object (own connections), as another process would.
-    if hasattr(store, "prefix"):
-        writer_store = make_store("redis", tmp_path, prefix=store.prefix)
-    else:
-        writer_store = make_store("sqlite", tmp_path)
+    writer_store = make_store(backend_of(store), tmp_path, **namespace_of(store))
     await writer_store.open()
     try:
         stream = RunStream("r1", keep_history=False)

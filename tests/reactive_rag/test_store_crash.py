@@ -14,7 +14,15 @@ from reactive_rag.store import RunRecord, SqliteRunStore
 from streams import RunFinished
 
 from ._store_child import run_child
-from ._store_fixtures import NO_REDIS, REDIS_URL, AnyStore, drop_redis_prefix, make_store
+from ._store_fixtures import (
+    NO_POSTGRES,
+    NO_REDIS,
+    POSTGRES_URL,
+    REDIS_URL,
+    AnyStore,
+    drop_namespace,
+    make_store,
+)
 
 _CTX = multiprocessing.get_context("forkserver")
 # Children fork from a server that has imported the store already: a cycle
@@ -81,7 +89,8 @@ async def _check_run(store: AnyStore, run: RunRecord) -> None:
 
 async def _crash_cycles(backend: str, tmp_path: Path, cycles: int) -> None:
     rng = random.Random(6)
-    target = str(tmp_path / "runs.db") if backend == "sqlite" else str(REDIS_URL)
+    target = {"sqlite": str(tmp_path / "runs.db"), "redis": str(REDIS_URL),
+              "postgres": str(POSTGRES_URL)}[backend]
     prefix = f"crash-{os.getpid()}-{tmp_path.name}:"
     expected_finished: dict[str, int] = {}
     all_created: set[str] = set()
@@ -120,7 +129,7 @@ async def _crash_cycles(backend: str, tmp_path: Path, cycles: int) -> None:
                 await _check_run(store, run)
         finally:
             if cycle == cycles - 1:
-                await drop_redis_prefix(store)
+                await drop_namespace(store)
             await store.close()
     assert len(expected_finished) >= cycles
 
@@ -133,3 +142,8 @@ async def test_kill_9_sqlite_writer_20_times(tmp_path: Path) -> None:
 @pytest.mark.skipif(REDIS_URL is None, reason=NO_REDIS)
 async def test_kill_9_redis_writer(tmp_path: Path) -> None:
     await _crash_cycles("redis", tmp_path, cycles=3)
+
+
+@pytest.mark.skipif(POSTGRES_URL is None, reason=NO_POSTGRES)
+async def test_kill_9_postgres_writer(tmp_path: Path) -> None:
+    await _crash_cycles("postgres", tmp_path, cycles=3)

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,7 @@ from reactive_rag.server import make_store as server_store
 from reactive_rag.server._app import STORE_KEY
 from reactive_rag.store import (
     LeaseKeeper,
+    PostgresRunStore,
     RedisRunStore,
     RunAlreadyFinished,
     RunMeta,
@@ -47,7 +49,7 @@ from ._store_fixtures import (
     BACKENDS,
     AnyStore,
     Clock,
-    drop_redis_prefix,
+    drop_namespace,
     finished,
     make_store,
     searches,
@@ -86,7 +88,7 @@ class Replicas:
     async def close(self) -> None:
         for store in reversed(self.stores):
             if store._is_open and not store.read_only:
-                await drop_redis_prefix(store)
+                await drop_namespace(store)
                 break
         for store in reversed(self.stores):
             await store.close()
@@ -118,6 +120,19 @@ async def stored(store: AnyStore, run_id: str) -> list[Event]:
 
 def terminals(events: list[Event]) -> list[RunFinished]:
     return [event for event in events if isinstance(event, RunFinished)]
+
+
+async def lease_rows(store: AnyStore) -> list[str]:
+    """The owners with a lease row in a SQL store, sorted."""
+    if isinstance(store, PostgresRunStore):
+        async def read(conn: Any) -> list[Any]:
+            return await (await conn.execute(f"SELECT owner FROM {store._owners}")).fetchall()
+
+        rows = await store._read(read)
+    else:
+        assert isinstance(store, SqliteRunStore)
+        rows = await store._read(lambda conn: conn.execute("SELECT owner FROM owners").fetchall())
+    return sorted(owner for (owner,) in rows)
 
 
 # --- leases and recovery -----------------------------------------------------------------------
@@ -153,9 +168,7 @@ async def test_an_expired_lease_is_recovered_once_even_by_two_sweepers_at_once(
         owners = {raw.decode() for raw in await b._redis.smembers(b._owners_key)}
         assert owners == set()  # (api-2 and api-3 never created a run: never in it)
     else:
-        assert isinstance(b, SqliteRunStore)
-        rows = await b._read(lambda conn: conn.execute("SELECT owner FROM owners").fetchall())
-        assert sorted(owner for (owner,) in rows) == ["api-2", "api-3"]  # lapsed row deleted
+        assert await lease_rows(b) == ["api-2", "api-3"]  # lapsed row deleted
     for run_id in run_ids:
         record = await b.get_run(run_id)
         assert (record.status, record.outcome, record.last_seq) == (
@@ -211,6 +224,8 @@ async def test_runs_of_an_owner_without_a_lease_count_as_expired(
     await running_run(old, "r1")
     if isinstance(old, SqliteRunStore):
         await old._write(lambda conn: conn.execute("DELETE FROM owners").close())
+    elif isinstance(old, PostgresRunStore):
+        await old._write(lambda conn: conn.execute(f"DELETE FROM {old._owners}"))
     else:
         assert isinstance(old, RedisRunStore)  # nor in the owners set: only running:default
         await old._redis.delete(old._lease_key("default"))

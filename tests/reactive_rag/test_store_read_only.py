@@ -12,7 +12,7 @@ import pytest
 from reactive_rag.store import RunMeta, StoreReadOnly
 from streams import RunStarted
 
-from ._store_fixtures import BACKENDS, drop_redis_prefix, make_store
+from ._store_fixtures import BACKENDS, drop_namespace, make_store, namespace_of
 
 
 async def _running_run(store: object, run_id: str = "live1") -> None:
@@ -28,8 +28,7 @@ async def test_a_read_only_store_recovers_nothing_and_refuses_every_write(
     await live.open()
     try:
         await _running_run(live)
-        options = {"prefix": live.prefix} if backend == "redis" else {}
-        viewer = make_store(backend, tmp_path, read_only=True, **options)
+        viewer = make_store(backend, tmp_path, read_only=True, **namespace_of(live))
         assert await viewer.open() == []  # the live owner's run is not "crashed"
         try:
             assert (await viewer.get_run("live1")).status == "running"
@@ -43,7 +42,7 @@ async def test_a_read_only_store_recovers_nothing_and_refuses_every_write(
             await viewer.close()
         assert (await live.get_run("live1")).status == "running"
     finally:
-        await drop_redis_prefix(live)
+        await drop_namespace(live)
         await live.close()
 
 

@@ -35,7 +35,7 @@ from streams import RunStarted, SearchRequested
 from ._store_fixtures import (
     BACKENDS,
     AnyStore,
-    drop_redis_prefix,
+    drop_namespace,
     finished,
     make_store,
     open_store,
@@ -243,7 +243,7 @@ async def test_open_returns_interrupted_ids(backend: str, tmp_path: Path) -> Non
         assert (run.status, run.outcome, run.last_seq) == ("interrupted", "interrupted", 3)
         assert await second.open() == []  # already open: nothing more to recover
     finally:
-        await drop_redis_prefix(second)
+        await drop_namespace(second)
         await second.close()
 
 

@@ -1,6 +1,6 @@
 """Conversation sessions in the run store: round trip, restarts, sliding TTL, tenants, ids.
 
-Both backends; a hand-moved clock decides when a session expires (Redis keys
+Every backend; a hand-moved clock decides when a session expires (Redis keys
 also carry a real PEXPIRE of the TTL, which the tests keep well above their
 wall time). The in-memory session knowledge bases' TTL is checked at the end.
 """
@@ -28,7 +28,7 @@ from reactive_rag.store import (
 )
 from reactive_rag.store._sqlite import SCHEMA_VERSION
 
-from ._store_fixtures import BACKENDS, AnyStore, Clock, drop_redis_prefix, make_store
+from ._store_fixtures import BACKENDS, NEEDS_REDIS, AnyStore, Clock, drop_namespace, make_store
 
 TTL = 60.0
 DATA: dict[str, Any] = {"turns": [{"q": "Who founded Bayer?", "n": 1, "ok": True}],
@@ -51,7 +51,7 @@ async def opened(backend: str, tmp_path: Path, clock: Clock, *,
         yield store
     finally:
         if prefix is None:
-            await drop_redis_prefix(store)
+            await drop_namespace(store)
         await store.close()
 
 
@@ -104,7 +104,7 @@ async def test_sessions_survive_closing_and_reopening_the_store(
             assert (await third.get_session("keep", touch=False)).data == {"turns": []}
     finally:
         async with opened(backend, tmp_path, clock, prefix=prefix) as last:
-            await drop_redis_prefix(last)
+            await drop_namespace(last)
 
 
 async def test_use_slides_the_ttl_and_an_idle_session_expires(
@@ -223,7 +223,7 @@ async def test_a_read_only_store_reads_sessions_and_never_writes(
             assert await writer.get_session("s", touch=False) == created
             assert await writer.sweep_sessions() == ["old"]
         finally:
-            await drop_redis_prefix(writer)
+            await drop_namespace(writer)
 
 
 async def test_a_closed_store_refuses_session_calls(tmp_path: Path) -> None:
@@ -309,7 +309,7 @@ async def test_handing_out_a_knowledge_base_counts_as_use() -> None:
     await sessions.close()
 
 
-@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "sqlite"])
+@pytest.mark.parametrize("backend", [pytest.param("redis", marks=NEEDS_REDIS)])
 async def test_a_redis_session_key_expires_by_itself_and_each_use_sets_it_again(
         backend: str, tmp_path: Path, clock: Clock) -> None:
     async with opened(backend, tmp_path, clock) as redis_store:

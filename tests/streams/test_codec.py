@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 from typing import Any, ClassVar, Literal
 
 import msgpack
@@ -27,6 +28,7 @@ from streams import (
     EvidenceChunk,
     Hit,
     MalformedEvent,
+    PlanDecided,
     Priority,
     QueryStat,
     RunFinished,
@@ -245,3 +247,13 @@ def test_conflict_detected_round_trips_and_is_essential() -> None:
         assert decoded.conflict() == conflict
     assert ConflictDetected.priority is Priority.ESSENTIAL
     assert EVENT_TYPES["conflict.detected"] is ConflictDetected
+
+
+def test_a_plan_stored_with_the_old_args_map_still_decodes() -> None:
+    """``plan.decided`` once carried an ``args`` map beside ``calls``; stored runs keep it."""
+    plan = PlanDecided(action="answer", reason="covered", run_id="r", seq=3, ts=1.0)
+    stored = json.loads(encode_json(plan))
+    stored["args"] = {}
+    decoded = decode_json(json.dumps(stored))
+    assert decoded == plan
+    assert "args" not in json.loads(encode_json(decoded))
