@@ -3,7 +3,7 @@
 Times MiniLM int8 on N real chunk texts (every k-th chunk of the benchmark's
 corpus, so the SciFact/HotpotQA length mix is the build's) under different
 batching, padding, ordering and onnxruntime settings. The first row is what a
-build does today: ``MiniLMEmbedder()`` defaults (batch 32, texts sorted by
+build does today: ``MiniLMEmbedder()`` defaults (batch 8 since stop 21, texts sorted by
 length, padded to the longest in the batch, 2 intra-op threads) called with the
 builder's 64-text groups. Other rows run the same tokenizer and ONNX model
 through a local copy of the forward pass (``actors/models`` is not changed) and
