@@ -11,10 +11,8 @@ server (``credibility_from``, the chat client), one way for all three.
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -36,6 +34,7 @@ from ._chat_setup import (
     entailment_client,
 )
 from ._placement import parse_placement
+from ._toml import read_toml
 from .agent import ChatEntailment, PlannerPolicy, WriterPolicy
 from .run import RunConfigError
 
@@ -86,16 +85,8 @@ def load_engine_config(config: str | os.PathLike[str] | Mapping[str, Any] | None
     environ = os.environ if env is None else env
     if config is None:
         return _from_environment(tenant, environ)
-    data: Mapping[str, Any]
-    if isinstance(config, Mapping):
-        data = config
-    else:
-        try:
-            data = tomllib.loads(Path(config).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise RunConfigError(f"cannot read config {config}: {exc.strerror}") from exc
-        except tomllib.TOMLDecodeError as exc:
-            raise RunConfigError(f"config {config} is not valid TOML: {exc}") from exc
+    data: Mapping[str, Any] = (config if isinstance(config, Mapping)
+                               else read_toml(config, RunConfigError))
     if "tenants" in data or "open_tenant" in data:  # a server config: one tenant, the judge
         tenants = data.get("tenants") or {}
         table = tenants.get(tenant) if isinstance(tenants, Mapping) else None

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -60,6 +59,7 @@ from pydantic import (
 from actors.providers import TenantSearchConfig
 
 from .._chat_setup import ChatConfig, EntailmentConfig
+from .._toml import read_toml
 from ._exceptions import ConfigError
 
 __all__ = [
@@ -254,12 +254,7 @@ class ServerConfig(BaseModel):
         path = path or env.get("REACTIVE_RAG_SERVER_CONFIG") or None
         data: dict[str, Any] = {}
         if path is not None:
-            try:
-                data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-            except OSError as exc:
-                raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
-            except tomllib.TOMLDecodeError as exc:
-                raise ConfigError(f"config {path} is not valid TOML: {exc}") from exc
+            data = read_toml(path, ConfigError)
         for key, var in (("host", "HOST"), ("port", "PORT"), ("store", "STORE"),
                          ("index_root", "INDEX"), ("owner", "OWNER")):
             value = env.get(f"REACTIVE_RAG_SERVER_{var}")

@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Self
 
+from ._background import stop_task
 from ._exceptions import StoreError
 
 if TYPE_CHECKING:
@@ -111,13 +112,7 @@ class LeaseKeeper:
         # completes can be swallowed inside the client (asyncio.wait_for on 3.11),
         # and the loop must still end.
         self._stopping = True
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # our caller is being cancelled too
+        await stop_task(task)
 
     async def __aenter__(self) -> Self:
         return await self.start()

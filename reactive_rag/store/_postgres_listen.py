@@ -20,6 +20,7 @@ import logging
 import psycopg
 from psycopg import sql
 
+from ._background import stop_task
 from ._postgres_common import translated
 
 __all__ = ["Listener"]
@@ -101,10 +102,4 @@ class Listener:
         task, self._task = self._task, None
         if task is None:
             return
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # our caller is being cancelled too
+        await stop_task(task)
