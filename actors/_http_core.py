@@ -12,6 +12,9 @@ with the same loop:
   exception class with one table.
 * :func:`error_detail` is the short, human text of an error body (the JSON
   ``error.message`` when the server sent one).
+* :class:`HttpSession` is the session a client borrows (the caller's, left
+  open) or owns (made on first use, made again if it was closed, closed by
+  the client's ``aclose``).
 * :func:`retry_call` runs an attempt under ``tenacity``: only errors the
   caller calls retryable, at most ``retries`` more times, exponential backoff
   (optionally full jitter), ``Retry-After`` honoured (it may exceed the backoff
@@ -32,6 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import aiohttp
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -45,6 +49,7 @@ from tenacity.stop import stop_base
 __all__ = [
     "FailureKind",
     "HttpFailure",
+    "HttpSession",
     "classify",
     "error_detail",
     "looks_like_html",
@@ -53,6 +58,35 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+
+
+class HttpSession:
+    """The aiohttp session of one client: the caller's, or one it makes and closes.
+
+    A session passed in is used as is and never closed here (its owner shares
+    it); without one, or once a passed one was closed, ``factory`` makes one on
+    first use (inside the loop: aiohttp's cookie jars need it), closed by
+    :meth:`aclose`.
+    """
+
+    def __init__(self, session: aiohttp.ClientSession | None = None,
+                 factory: Callable[[], aiohttp.ClientSession] = aiohttp.ClientSession) -> None:
+        self._session = session
+        self._owned = session is None
+        self._factory = factory
+
+    def get(self) -> aiohttp.ClientSession:
+        """The open session, made now if there is none (or it was closed)."""
+        if self._session is None or self._session.closed:
+            self._session = self._factory()
+            self._owned = True
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the session if it is this client's own (a passed-in one is left open)."""
+        if self._owned and self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 class FailureKind(enum.Enum):

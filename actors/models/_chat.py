@@ -25,7 +25,7 @@ from typing import Any, Self
 
 import aiohttp
 
-from .._http_core import FailureKind, classify, error_detail, retry_call
+from .._http_core import FailureKind, HttpSession, classify, error_detail, retry_call
 from ._chat_exceptions import (
     ChatAuthError,
     ChatBadResponse,
@@ -119,15 +119,12 @@ class OpenAIChatClient:
         self._max_backoff_s = max_backoff_s
         self._include_usage = include_usage
         self._extra_body = dict(extra_body or {})
-        self._session = session
-        self._own_session = session is None
+        self._http = HttpSession(session)
         self._sleep = sleep
 
     async def aclose(self) -> None:
         """Close the session this client created (a passed-in session is left open)."""
-        if self._session is not None and self._own_session:
-            await self._session.close()
-            self._session = None
+        await self._http.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -208,12 +205,6 @@ class OpenAIChatClient:
 
     # --- one HTTP attempt -----------------------------------------------------------
 
-    def _shared(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
-            self._own_session = True
-        return self._session
-
     async def _attempt(
         self,
         body: Mapping[str, Any],
@@ -237,7 +228,7 @@ class OpenAIChatClient:
         acc = Accumulator(self.url, on_delta)
         try:
             async with asyncio.timeout_at(deadline):
-                async with self._shared().post(
+                async with self._http.get().post(
                     self.url, json=body, headers=headers, timeout=timeout
                 ) as resp:
                     if resp.status != 200:

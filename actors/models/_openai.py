@@ -11,7 +11,7 @@ from typing import Any, Self
 import aiohttp
 import numpy as np
 
-from .._http_core import FailureKind, classify, error_detail, retry_call
+from .._http_core import FailureKind, HttpSession, classify, error_detail, retry_call
 from ._embedder import FloatMatrix, l2_normalize
 from ._exceptions import (
     EmbeddingAuthError,
@@ -87,25 +87,22 @@ class OpenAIEmbedder:
         self._max_backoff_s = max_backoff_s
         self._query_prefix = query_prefix
         self._passage_prefix = passage_prefix
-        self._session = session
-        self._own_session = session is None
+        self._http = HttpSession(session)
         self._sleep = sleep
 
     # --- async API ------------------------------------------------------------------
 
     async def aembed_queries(self, texts: Sequence[str]) -> FloatMatrix:
         """Embed queries (with ``query_prefix``) using the shared session."""
-        return await self._aembed([self._query_prefix + t for t in texts], self._shared())
+        return await self._aembed([self._query_prefix + t for t in texts], self._http.get())
 
     async def aembed_passages(self, texts: Sequence[str]) -> FloatMatrix:
         """Embed passages (with ``passage_prefix``) using the shared session."""
-        return await self._aembed([self._passage_prefix + t for t in texts], self._shared())
+        return await self._aembed([self._passage_prefix + t for t in texts], self._http.get())
 
     async def aclose(self) -> None:
         """Close the session this embedder created (a passed-in session is left open)."""
-        if self._session is not None and self._own_session:
-            await self._session.close()
-            self._session = None
+        await self._http.aclose()
 
     async def __aenter__(self) -> Self:
         return self
@@ -146,12 +143,6 @@ class OpenAIEmbedder:
         return asyncio.run(once())
 
     # --- protocol ------------------------------------------------------------------------
-
-    def _shared(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
-            self._own_session = True
-        return self._session
 
     async def _aembed(self, texts: list[str], session: aiohttp.ClientSession) -> FloatMatrix:
         if not texts:

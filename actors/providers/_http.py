@@ -25,7 +25,14 @@ from yarl import URL
 
 from streams import Hit, SearchFilters
 
-from .._http_core import FailureKind, classify, error_detail, looks_like_html, parse_retry_after
+from .._http_core import (
+    FailureKind,
+    HttpSession,
+    classify,
+    error_detail,
+    looks_like_html,
+    parse_retry_after,
+)
 from ._config import ProviderSettings
 from ._exceptions import (
     ProviderAuthError,
@@ -109,8 +116,8 @@ class HttpProvider:
         missing = [o for o in self.required_options if not self.settings.options.get(o)]
         if missing:
             raise ProviderNotConfigured(f"missing option(s) {missing}", provider=self.name)
-        self._session = session
-        self._owns_session = session is None
+        self._http = HttpSession(session, lambda: aiohttp.ClientSession(
+            headers={"User-Agent": USER_AGENT}, cookie_jar=aiohttp.DummyCookieJar()))
 
     # --- lifetime ---------------------------------------------------------------------
 
@@ -122,18 +129,7 @@ class HttpProvider:
 
     async def aclose(self) -> None:
         """Close the session if this provider opened it."""
-        if self._owns_session and self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                headers={"User-Agent": USER_AGENT},
-                cookie_jar=aiohttp.DummyCookieJar(),
-            )
-            self._owns_session = True
-        return self._session
+        await self._http.aclose()
 
     # --- the protocol -------------------------------------------------------------------
 
@@ -197,7 +193,7 @@ class HttpProvider:
         headers: Mapping[str, str] | None = None, json_body: Any = None,
         data: Mapping[str, str] | None = None,
     ) -> HttpReply:
-        async with self._client().request(
+        async with self._http.get().request(
             method, url, params=params, headers=headers, json=json_body, data=data,
             allow_redirects=True, max_redirects=3,
         ) as resp:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 import pytest
 
 from actors._http_core import (
     FailureKind,
+    HttpSession,
     classify,
     error_detail,
     looks_like_html,
@@ -178,3 +180,35 @@ async def test_jitter_stays_under_the_backoff() -> None:
                          backoff_s=0.1, max_backoff_s=0.3, jitter=True, sleep=sleeps)
     assert len(sleeps.waits) == 4
     assert all(0 <= w <= min(0.3, 0.1 * 2**i) for i, w in enumerate(sleeps.waits))
+
+
+# --- the session a client borrows or owns --------------------------------------------
+
+
+async def test_a_borrowed_session_is_used_and_left_open_for_its_owner() -> None:
+    async with aiohttp.ClientSession() as shared:
+        http = HttpSession(shared)
+        assert http.get() is shared
+        await http.aclose()
+        assert not shared.closed  # the caller still uses it for its other clients
+
+
+async def test_an_own_session_is_made_once_and_closed_by_aclose() -> None:
+    http = HttpSession()
+    first = http.get()
+    assert http.get() is first
+    await http.aclose()
+    assert first.closed
+    again = http.get()  # a client used after aclose gets a fresh session, not a closed one
+    assert again is not first and not again.closed
+    await http.aclose()
+
+
+async def test_a_borrowed_session_closed_by_its_owner_is_replaced_and_then_owned() -> None:
+    shared = aiohttp.ClientSession()
+    await shared.close()
+    http = HttpSession(shared, factory=lambda: aiohttp.ClientSession(headers={"X-Probe": "1"}))
+    own = http.get()
+    assert own is not shared and own.headers["X-Probe"] == "1"
+    await http.aclose()
+    assert own.closed
