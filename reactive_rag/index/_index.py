@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import threading
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -377,21 +378,34 @@ class CorpusIndex:
             skipped.extend(found)
         if not docs:
             raise NothingToIndex(f"nothing to index in {path}: {_nothing_why(found)}", found)
-        return self.index_documents(name, self._keep_ids(name, docs), mode=mode,
+        return self.index_documents(name, self._keep_ids(name, docs, mode), mode=mode,
                                     progress=progress)
 
-    def _keep_ids(self, name: str, docs: list[Document]) -> list[Document]:
-        """``docs`` with the ids the collection already gives the same files."""
+    def _keep_ids(self, name: str, docs: list[Document], mode: SyncMode) -> list[Document]:
+        """``docs`` with the ids the collection already gives the same files.
+
+        When adding, a file whose relative path is already the id of another
+        file (``notes.md`` of a second folder) gets an id naming its folder
+        (``b/notes.md``) instead of replacing the one indexed before.
+        """
         if not self.exists(name):
             return docs
         try:
             with self._borrow(name) as coll:
-                by_url = {url: doc_id for doc_id, url in coll.document_urls().items()
-                          if url.startswith("file:")}
+                urls = coll.document_urls()
         except (CollectionNotFound, IndexCorrupt):
             return docs  # rebuilt from scratch by index_documents
-        return [dataclasses.replace(d, id=by_url[d.url]) if d.url in by_url else d
-                for d in docs]
+        by_url = {url: doc_id for doc_id, url in urls.items() if url.startswith("file:")}
+        taken = set(urls) if mode == "add" else set()
+        kept: list[Document] = []
+        for doc in docs:
+            if doc.url in by_url:
+                doc = dataclasses.replace(doc, id=by_url[doc.url])
+            elif doc.id in taken:
+                doc = dataclasses.replace(doc, id=_free_id(doc, taken))
+            taken.add(doc.id)
+            kept.append(doc)
+        return kept
 
     def drop(self, name: str) -> None:
         """Delete a collection from disk (searches already running finish first)."""
@@ -446,3 +460,17 @@ def _cache_misses(embedder: EmbedderLike) -> int | None:
     """Passages a caching embedder sent to its model so far (None: not a caching one)."""
     misses = getattr(embedder, "misses", None)
     return misses if isinstance(misses, int) else None
+
+
+def _free_id(doc: Document, taken: set[str]) -> str:
+    """An id for ``doc`` not in ``taken``: its relative path under more of its folders."""
+    parts = Path(urllib.parse.unquote(urllib.parse.urlsplit(doc.url).path)).parts
+    depth = len(Path(doc.id).parts)
+    for more in range(1, len(parts) - depth):
+        candidate = "/".join(parts[-(depth + more):])
+        if candidate not in taken:
+            return candidate
+    n = 2
+    while f"{doc.id}#{n}" in taken:
+        n += 1
+    return f"{doc.id}#{n}"

@@ -140,6 +140,42 @@ def test_one_file_into_a_folder_collection_updates_it_and_keeps_the_rest(
     assert hit.chunk.doc_id == "sub/paxos.txt"
 
 
+def test_a_same_named_file_of_another_folder_is_added_beside_its_namesake(
+        tmp_path: Path) -> None:
+    first, second = tmp_path / "team-a", tmp_path / "team-b"
+    for folder, text in ((first, "Raft elects a leader by randomised timeouts."),
+                         (second, "Paxos reaches consensus with proposers and acceptors.")):
+        (folder / "guide").mkdir(parents=True)
+        (folder / "guide" / "notes.md").write_text(f"# Notes\n\n{text}\n")
+    with _index(tmp_path) as idx:
+        idx.index_path("docs", first, mode="add")
+        report = idx.index_path("docs", second, mode="add")
+        again = idx.index_path("docs", second, mode="add")  # the same folder once more
+        with idx.open("docs") as coll:
+            ids = sorted(coll.document_ids())
+        raft = idx.search("leader randomised timeouts", collection="docs", k=1, mode="bm25")
+        paxos = idx.search("proposers acceptors", collection="docs", k=1, mode="bm25")
+    # both files are there; the second is named by its folder, not put over the first
+    assert ids == ["guide/notes.md", "team-b/guide/notes.md"]
+    assert (report.added, report.updated) == (1, 0)
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 1)  # it keeps its new id
+    assert raft[0].chunk.doc_id == "guide/notes.md"
+    assert paxos[0].chunk.doc_id == "team-b/guide/notes.md"
+
+
+def test_sync_from_another_folder_keeps_plain_ids(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.md").write_text(f"Notes of folder {folder}.\n")
+    with _index(tmp_path) as idx:
+        idx.index_path("docs", tmp_path / "a", mode="add")
+        idx.index_path("docs", tmp_path / "b", mode="sync")  # becomes exactly folder b
+        with idx.open("docs") as coll:
+            assert coll.document_ids() == ["notes.md"]
+        hit = idx.search("folder", collection="docs", k=1, mode="bm25")[0]
+    assert "folder b" in hit.chunk.text
+
+
 def test_sync_makes_the_collection_exactly_the_source(disk: Path, tmp_path: Path) -> None:
     with _index(tmp_path) as idx:
         idx.index_path("disk", disk, max_bytes=1000)
