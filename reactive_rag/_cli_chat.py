@@ -38,6 +38,7 @@ from ._cli_ask import (
     parse_budget,
     render_result,
 )
+from ._cli_store import add_store_options, keep_result, warn_unstored
 from ._console import EventPrinter
 from ._engine import Engine, RunHandle
 from .run import Budget, RunConfigError
@@ -67,6 +68,7 @@ def add_chat_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
         "is read as a standalone question from the earlier turns. Commands: "
         + "; ".join(f"{name}: {what}" for name, what in COMMANDS.items()) + ".")
     add_run_setup_options(chat, one_run=False)
+    add_store_options(chat)
     chat.set_defaults(func=_cmd_chat)
 
 
@@ -99,7 +101,8 @@ async def _chat(args: argparse.Namespace, console: Console, budget: dict[str, An
             raise RunConfigError(f"unknown collection(s) {missing}; indexed: {known}")
         options = {"mode": setup.start["mode"], "collections": collections, "budget": budget}
         await _Repl(engine, console, options, quiet=args.quiet,
-                    progress=args.progress).run()
+                    progress=args.progress, store=args.store if args.keep else None,
+                    keep=args.keep).run()
     finally:
         await engine.aclose()
         await setup.aclose()
@@ -195,8 +198,11 @@ class _Repl:
     """The prompt loop over one conversation (renewed by ``/new``)."""
 
     def __init__(self, engine: Engine, console: Console, options: dict[str, Any], *,
-                 quiet: bool, progress: bool) -> None:
+                 quiet: bool, progress: bool, store: str | None = None,
+                 keep: bool = False) -> None:
         self.engine = engine
+        self.store = store
+        self.keep = keep
         self.console = console
         self.options = options
         self.quiet = quiet
@@ -304,3 +310,7 @@ class _Repl:
         finally:
             self.running = None
         render_result(result, self.console)
+        if self.keep:  # each turn is a run of its own: `reactive-rag replay` shows it
+            problem = await keep_result(result, self.store)
+            if problem is not None:
+                warn_unstored(problem)

@@ -1,4 +1,4 @@
-"""Keep the runs ``reactive-rag ask`` starts in the run store, so the id it prints replays.
+"""Keep the runs ``ask`` and ``chat`` start in the run store, so the ids they print replay.
 
 The run is written once it has ended (its whole event log in one transaction),
 to the same store ``reactive-rag runs``/``replay`` read (``$REACTIVE_RAG_HOME/runs.db``
@@ -19,7 +19,7 @@ from streams import RunStarted
 
 from ._engine import RunResult
 
-__all__ = ["STORE_TENANT", "add_store_options", "store_result", "warn_unstored"]
+__all__ = ["STORE_TENANT", "add_store_options", "keep_result", "store_result", "warn_unstored"]
 
 STORE_TENANT = "default"
 """The tenant CLI runs are stored under (what ``reactive-rag runs`` lists by default)."""
@@ -41,10 +41,15 @@ def store_result(result: RunResult, target: str | None) -> str | None:
         None once stored, else the one line that says why it was not (the
         caller prints it; the run's answer stands either way).
     """
+    return asyncio.run(keep_result(result, target))
+
+
+async def keep_result(result: RunResult, target: str | None) -> str | None:
+    """:func:`store_result` from inside a running loop (each turn of ``chat``)."""
     from .store import RunExists
 
     try:
-        asyncio.run(_store(result, target))
+        await _store(result, target)
     except RunExists:  # e.g. `ask --replay` of a recording whose run was kept
         return f"run {result.run_id} is already in the store; kept the stored one"
     except Exception as exc:  # any failure of the store is reported, never raised

@@ -105,6 +105,42 @@ def test_quiet_chat_still_says_how_a_follow_up_was_read(root: Path) -> None:
     assert "Ongaro" in proc.stdout
 
 
+def test_each_turn_is_kept_in_the_run_store_and_replays(root: Path, tmp_path: Path) -> None:
+    store = tmp_path / "runs.db"
+    proc = chat(root, ["What is Raft?", "Who designed it?"], "--quiet", "--store", str(store))
+    assert proc.returncode == 0, proc.stderr
+    shown = re.findall(r"\(run ([0-9a-f]+)\)", proc.stdout)
+    assert len(shown) == 2, proc.stdout  # each turn prints the id of its own run
+    listed = subprocess.run([sys.executable, "-m", "reactive_rag", "runs", "--json",
+                             "--store", str(store)], capture_output=True, text=True,
+                            cwd=REPO, env=_env(), timeout=TIMEOUT_S, check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert set(shown) <= set(re.findall(r'"run_id": "([0-9a-f]+)"', listed.stdout))
+    replayed = subprocess.run([sys.executable, "-m", "reactive_rag", "replay", shown[1],
+                               "--store", str(store)], capture_output=True, text=True,
+                              cwd=REPO, env=_env(), timeout=TIMEOUT_S, check=False)
+    assert replayed.returncode == 0, replayed.stderr
+    assert "Ongaro" in replayed.stdout  # the follow-up's answer, read back from the store
+
+
+def test_no_store_and_an_unwritable_store_keep_the_conversation_going(
+        root: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**_env(), "REACTIVE_RAG_HOME": str(home)}
+    kept_out = subprocess.run([*_argv(root, "--quiet", "--no-store")], input="What is Raft?\n",
+                              capture_output=True, text=True, cwd=REPO, env=env,
+                              timeout=TIMEOUT_S, check=False)
+    assert kept_out.returncode == 0 and "consensus algorithm" in kept_out.stdout
+    assert not (home / "runs.db").exists()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    proc = chat(root, ["What is Raft?", "Who designed it?"], "--quiet",
+                "--store", str(blocker / "runs.db"))
+    assert proc.returncode == 0
+    assert "Ongaro" in proc.stdout  # the second turn still ran and answered
+    assert proc.stderr.count("not stored") == 2, proc.stderr  # one warning per turn
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["--collection", "nope"], "unknown collection(s) ['nope']"),
     (["--budget", "tools=3"], "unknown budget field"),
