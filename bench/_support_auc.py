@@ -15,11 +15,19 @@ the quote) measured in the same run:
 
 Usage::
 
-    .venv/bin/python bench/_support_auc.py [--data DIR] [--json] [--fit] [--writer hashing|minilm]
+    .venv/bin/python bench/_support_auc.py [--data DIR] [--json] [--head] [--fit]
+        [--write-head [PATH]] [--vector-cache FILE] [--writer hashing|minilm]
 
+``--head`` also scores every pair with the embedding head the engine adds on
+MiniLM (:class:`~reactive_rag.agent.EmbeddingSupport`, the shipped weights):
+the ``head_auc_*`` figures, the score the verifier actually uses then.
 ``--fit`` also refits the weights on SciFact train (nonnegative logistic
 regression on the score's parts; the printed weights are what
-``SupportWeights`` defaults were derived from). ``--writer`` checks the
+``SupportWeights`` defaults were derived from) and, with ``--head``, the head
+(:func:`fit_head`); ``--write-head`` writes those head numbers to
+``reactive_rag/agent/data/support_head.json`` (or PATH): the same data and code
+give the same file. Embedding every pair takes minutes; ``--vector-cache``
+keeps the vectors in a SQLite file for the next run. ``--writer`` checks the
 other side of the thresholds: how many of the extractive writer's claims on
 correct (gold) HotpotQA evidence the verifier keeps. :func:`support_aucs` is what
 ``bench/answers.py`` imports. :func:`evaluate_entailment` measures any
@@ -38,6 +46,10 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from actors.models import Embedder
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -45,10 +57,15 @@ if str(REPO) not in sys.path:
 
 from actors.text import tokenize  # noqa: E402
 from reactive_rag.agent import (  # noqa: E402
+    DEFAULT_SUPPORT_HEAD_PATH,
     DEFAULT_SUPPORT_WEIGHTS,
+    EmbeddingSupport,
     EntailmentModel,
+    SupportHeadError,
+    SupportHeadWeights,
     SupportScore,
     SupportWeights,
+    load_support_head,
     support_score,
 )
 
@@ -60,7 +77,9 @@ __all__ = [
     "data_root",
     "evaluate_entailment",
     "extractive_claims_kept",
+    "fit_head",
     "fit_weights",
+    "head_scores",
     "scifact_pairs",
     "support_aucs",
     "token_overlap",
@@ -175,13 +194,15 @@ def _parts(pairs: Sequence[Pair]) -> list[SupportScore]:
     return [support_score(p.statement, p.quote, context=p.context) for p in pairs]
 
 
-def support_aucs(data_dir: Path | None = None) -> dict[str, float]:
+def support_aucs(data_dir: Path | None = None, *,
+                 head: EmbeddingSupport | None = None) -> dict[str, float]:
     """AUCs of the support score and the token-overlap baseline, overall and per split.
 
     Keys: ``support_auc_scifact`` (SciFact test split: held out from fitting),
     ``support_auc_scifact_train``, ``support_auc_scifact_all``,
     ``support_auc_climate``, the same with ``overlap_`` for the baseline, and
     ``n_scifact_train``, ``n_scifact_test``, ``n_scifact_all``, ``n_climate`` (pair counts).
+    With ``head``, the same with ``head_`` for the score times the head's factor.
 
     Raises:
         FileNotFoundError: a data file is missing.
@@ -189,25 +210,88 @@ def support_aucs(data_dir: Path | None = None) -> dict[str, float]:
     root = data_root(data_dir)
     out: dict[str, float] = {}
     sci = scifact_pairs(root)
-    sci_scores = [s.score for s in _parts(sci)]
-    sci_overlap = [token_overlap(p.statement, p.quote) for p in sci]
-    for split in sorted({p.split for p in sci}):
-        idx = [i for i, p in enumerate(sci) if p.split == split]
-        sub = [sci[i] for i in idx]
-        out[f"support_auc_scifact_{split}"] = _auc_of(sub, [sci_scores[i] for i in idx])
-        out[f"overlap_auc_scifact_{split}"] = _auc_of(sub, [sci_overlap[i] for i in idx])
-        out[f"n_scifact_{split}"] = float(len(sub))
-    out["n_scifact_all"] = float(len(sci))
-    out["support_auc_scifact_all"] = _auc_of(sci, sci_scores)
-    out["overlap_auc_scifact_all"] = _auc_of(sci, sci_overlap)
-    held_out = "test" if "support_auc_scifact_test" in out else "all"
-    out["support_auc_scifact"] = out[f"support_auc_scifact_{held_out}"]
-    out["overlap_auc_scifact"] = out[f"overlap_auc_scifact_{held_out}"]
     cli = climate_pairs(root)
-    out["support_auc_climate"] = _auc_of(cli, [s.score for s in _parts(cli)])
-    out["overlap_auc_climate"] = _auc_of(cli, [token_overlap(p.statement, p.quote) for p in cli])
+    scorers: dict[str, Callable[[Sequence[Pair]], list[float]]] = {
+        "support": lambda ps: [s.score for s in _parts(ps)],
+        "overlap": lambda ps: [token_overlap(p.statement, p.quote) for p in ps],
+    }
+    if head is not None:
+        scorers["head"] = lambda ps: head_scores(ps, head)
+    for name, scorer in scorers.items():
+        sci_scores = scorer(sci)
+        for split in sorted({p.split for p in sci}):
+            idx = [i for i, p in enumerate(sci) if p.split == split]
+            sub = [sci[i] for i in idx]
+            out[f"{name}_auc_scifact_{split}"] = _auc_of(sub, [sci_scores[i] for i in idx])
+            out[f"n_scifact_{split}"] = float(len(sub))
+        out[f"{name}_auc_scifact_all"] = _auc_of(sci, sci_scores)
+        held_out = "test" if "support_auc_scifact_test" in out else "all"
+        out[f"{name}_auc_scifact"] = out[f"{name}_auc_scifact_{held_out}"]
+        out[f"{name}_auc_climate"] = _auc_of(cli, scorer(cli))
+    out["n_scifact_all"] = float(len(sci))
     out["n_climate"] = float(len(cli))
     return {k: round(v, 4) for k, v in out.items()}
+
+
+# --------------------------------------------------------------------------- the head
+_BATCH = 512  # pairs embedded per call while measuring (progress stays visible)
+
+
+def _contrasts(pairs: Sequence[Pair], head: EmbeddingSupport) -> list[tuple[float, float]]:
+    for start in range(0, len(pairs), _BATCH):
+        head.prepare((p.statement, p.quote) for p in pairs[start : start + _BATCH])
+    return [head.contrasts(p.statement, p.quote) for p in pairs]
+
+
+def head_scores(pairs: Sequence[Pair], head: EmbeddingSupport) -> list[float]:
+    """The verifier's score with the head: lexical score times the head's factor."""
+    return [head.rescore(s, p.statement, p.quote).score
+            for s, p in zip(_parts(pairs), pairs, strict=True)]
+
+
+def _measuring_head(embedder: Embedder, weights: SupportHeadWeights | None = None
+                    ) -> EmbeddingSupport:
+    w = weights or SupportHeadWeights(model=embedder.name, statement_flip=0.0, quote_flip=0.0,
+                                      reference=0.0)
+    return EmbeddingSupport(embedder, w, cache_size=1_000_000)
+
+
+def fit_head(pairs: Sequence[Pair], embedder: Embedder, *, l2: float = 0.1,
+             steps: int = 2000) -> SupportHeadWeights:
+    """Fit the head's numbers on ``pairs`` (SciFact train): see ``_support_head``'s docstring.
+
+    Logistic regression of "supports" on ``-log(lexical score)``, ``s_flip`` and
+    ``q_flip`` (standardised; full-batch gradient descent from zeros: deterministic),
+    then the contrast coefficients in log-score units and the median over the
+    supporting pairs as the reference.
+    """
+    import numpy as np
+
+    head = _measuring_head(embedder)
+    lexical = [s.score for s in _parts(pairs)]
+    contrasts = _contrasts(pairs, head)
+    x = np.array([[-math.log(max(lex, 1e-4)), s, q]
+                  for lex, (s, q) in zip(lexical, contrasts, strict=True)])
+    y = np.array([1.0 if p.supports else 0.0 for p in pairs])
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    std[std == 0] = 1.0
+    z = (x - mean) / std
+    w = np.zeros(z.shape[1])
+    b = 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(z @ w + b)))
+        w -= 0.5 * (z.T @ (p - y) / len(y) + l2 * w)
+        b -= 0.5 * float((p - y).mean())
+    raw = w / std
+    if raw[0] >= 0:
+        raise ValueError("the fit gives the lexical score no weight; refusing to write a head")
+    a, c = float(-raw[1] / raw[0]), float(-raw[2] / raw[0])
+    t = x[y == 1, 1] * a + x[y == 1, 2] * c
+    return SupportHeadWeights(
+        model=embedder.name, statement_flip=round(a, 3), quote_flip=round(c, 3),
+        reference=round(float(np.median(t)), 4),
+        fitted_on=f"SciFact train, {len(pairs)} SUPPORT/CONTRADICT pairs "
+                  "(bench/_support_auc.py --fit --head --write-head)")
 
 
 # --------------------------------------------------------------------------- fitting
@@ -250,18 +334,18 @@ def _aucs_with(weights: SupportWeights, pairs: Sequence[Pair],
 
 # --------------------------------------------------------------------------- calibration
 def extractive_claims_kept(
-    data_dir: Path | None = None, *, minilm: bool = False
+    data_dir: Path | None = None, *, minilm: bool = False, head: EmbeddingSupport | None = None
 ) -> dict[str, float]:
     """How many of the extractive writer's claims on correct evidence the verifier keeps.
 
     For each HotpotQA question (``hotpotqa_dev_300.jsonl``) the writer answers from
     the two gold paragraphs; every claim is then checked with the question
     (support and relevance checks on). Correct evidence, correct claims: what
-    is dropped here is what the thresholds cost.
+    is dropped here is what the thresholds cost (and, with ``head``, the head).
     """
     import asyncio
 
-    from actors.models import Embedder, HashingEmbedder, MiniLMEmbedder
+    from actors.models import HashingEmbedder, MiniLMEmbedder
     from reactive_rag.agent import ExtractiveWriter, verify
     from streams import EvidenceChunk
 
@@ -284,7 +368,8 @@ def extractive_claims_kept(
             draft = await writer.write(question, gold, mode="answer")
             if not draft.claims:
                 continue
-            result = verify(draft.claims, {c.id: c for c in gold}, question=question)
+            result = verify(draft.claims, {c.id: c for c in gold}, question=question,
+                            support_model=head)
             claims += len(draft.claims)
             kept += len(result.kept)
             drafts += 1
@@ -356,15 +441,27 @@ def _table(figures: dict[str, float]) -> str:
             ("SciFact test (held out)", "scifact_test"),
             ("SciFact all", "scifact_all"),
             ("Climate-FEVER (not tuned)", "climate")]
-    lines = [f"{'set':<28}{'pairs':>7}{'support score':>15}{'token overlap':>15}{'ratio':>8}"]
+    has_head = "head_auc_scifact" in figures
+    head_col = f"{'with head':>11}" if has_head else ""
+    lines = [f"{'set':<28}{'pairs':>7}{'support score':>15}{head_col}{'token overlap':>15}"
+             f"{'ratio':>8}"]
     for label, key in rows:
         if f"support_auc_{key}" not in figures:
             continue
         ours, base = figures[f"support_auc_{key}"], figures[f"overlap_auc_{key}"]
+        best = figures.get(f"head_auc_{key}", ours)
         n = int(figures.get(f"n_{key}", 0))
-        ratio = f"{ours / base:>7.2f}x" if base else f"{'-':>8}"
-        lines.append(f"{label:<28}{n:>7}{ours:>15.3f}{base:>15.3f}{ratio}")
+        ratio = f"{best / base:>7.2f}x" if base else f"{'-':>8}"
+        head = f"{best:>11.3f}" if has_head else ""
+        lines.append(f"{label:<28}{n:>7}{ours:>15.3f}{head}{base:>15.3f}{ratio}")
     return "\n".join(lines)
+
+
+def _embedder(cache: str | None) -> Embedder:
+    from actors.models import CachedEmbedder, MiniLMEmbedder
+
+    model = MiniLMEmbedder()
+    return CachedEmbedder(model, cache) if cache else model
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -372,16 +469,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", default=None, help="data folder (default: ../shared/data)")
     parser.add_argument("--json", action="store_true", help="end with one JSON object")
     parser.add_argument("--fit", action="store_true", help="refit the weights on SciFact train")
+    parser.add_argument("--head", action="store_true",
+                        help="also measure (with --fit: refit) the MiniLM embedding head")
+    parser.add_argument("--write-head", nargs="?", const=str(DEFAULT_SUPPORT_HEAD_PATH),
+                        default=None, metavar="PATH",
+                        help="with --fit --head: write the refitted head's numbers here "
+                             "(default: the shipped file)")
+    parser.add_argument("--vector-cache", default=None, metavar="FILE",
+                        help="SQLite file caching the head's vectors between runs")
     parser.add_argument("--writer", choices=("hashing", "minilm"), default=None,
                         help="also: share of the extractive writer's claims on HotpotQA gold "
                              "paragraphs that the verifier keeps (embedder for the writer)")
     args = parser.parse_args(argv)
+    if args.write_head and not (args.fit and args.head):
+        parser.error("--write-head needs --fit and --head")
     root = data_root(args.data)
+    embedder = _embedder(args.vector_cache) if args.head else None
+    head: EmbeddingSupport | None = None
+    if embedder is not None:
+        try:
+            head = EmbeddingSupport(embedder, load_support_head(), cache_size=1_000_000)
+        except SupportHeadError as exc:
+            if not args.fit:
+                raise
+            print(f"(no shipped head to measure: {exc})")
     started = time.perf_counter()
-    figures = support_aucs(root)
+    figures = support_aucs(root, head=head)
     elapsed = time.perf_counter() - started
     print(_table(figures))
     print(f"(ROC AUC; support vs contradiction; {elapsed:.1f} s for both sets)")
+    if head is not None:
+        print(f"head: {head.embedded} texts embedded (4 per pair: statement, quote and "
+              f"their flips, deduplicated); weights {dataclasses.asdict(head.weights)}")
     if args.fit:
         pairs = scifact_pairs(root)
         train = [p for p in pairs if p.split == "train"]
@@ -393,9 +512,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             tr = _aucs_with(ws, train, _parts(train))
             te = _aucs_with(ws, test, _parts(test)) if test else float("nan")
             print(f"  {name:<9} train {tr:.3f}  test {te:.3f}")
+        if embedder is not None:
+            weights = fit_head(train, embedder)
+            print("\nhead fitted on SciFact train:", dataclasses.asdict(weights))
+            refit = _measuring_head(embedder, weights)
+            for label, ps in (("train", train), ("test", test),
+                              ("climate", climate_pairs(root))):
+                if ps:
+                    print(f"  refitted head {label:<8}{_auc_of(ps, head_scores(ps, refit)):.3f}")
+            if args.write_head:
+                out = Path(args.write_head)
+                out.write_text(json.dumps(weights.to_json(), indent=2) + "\n", encoding="utf-8")
+                print(f"  written to {out}")
     if args.writer:
-        kept = extractive_claims_kept(root, minilm=args.writer == "minilm")
-        print(f"\nextractive writer on HotpotQA gold paragraphs ({args.writer}): "
+        kept = extractive_claims_kept(root, minilm=args.writer == "minilm", head=head)
+        with_head = " + head" if head is not None else ""
+        print(f"\nextractive writer on HotpotQA gold paragraphs ({args.writer}{with_head}): "
               f"{kept['writer_claims_kept']:.1%} of {int(kept['writer_claims'])} claims kept, "
               f"{kept['writer_drafts_fully_kept']:.1%} of drafts kept whole")
         figures.update({k: round(v, 4) for k, v in kept.items()})

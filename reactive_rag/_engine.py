@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from actors import Actor, ActorRun, ActorStats, EdgeOperator
-from actors.models import Embedder
+from actors.models import CachedEmbedder, Embedder
 from actors.providers import SearchProvider
 from actors.rerank import Credibility, Reranker, RerankerActor
 from actors.scrape import ScraperActor
@@ -44,7 +44,6 @@ from streams import (
     RunResumed,
     RunStarted,
     RunStream,
-    SearchCompleted,
     follow,
 )
 
@@ -52,6 +51,7 @@ from ._placement import EnginePlacements, PlacementSpec
 from ._reader import ReaderActor
 from .agent import (
     AsyncEntailmentModel,
+    EmbeddingSupport,
     EntailmentModel,
     ExtractiveWriter,
     LoopGuard,
@@ -315,6 +315,8 @@ class Engine:
         self._compression = web_compression
         self._judge = judge
         self._entailment = entailment
+        self._support_head: EmbeddingSupport | None = None
+        self._support_head_built = False
         self._scraper: Callable[[], ScraperActor] = scraper or ScraperActor
         self._runs: dict[str, RunHandle] = {}
         self._observers = tuple(observers)
@@ -362,6 +364,22 @@ class Engine:
             self._embedder = self.index.embedder
         assert self._embedder is not None
         return self._embedder
+
+    @property
+    def support_head(self) -> EmbeddingSupport | None:
+        """The verifier's embedding factor on the support score, built once per engine.
+
+        None when the embedder is not the one the shipped weights were fitted
+        for (then the lexical score alone), or when a user's entailment model
+        judges the claims (it overrides the head).
+        """
+        if not self._support_head_built:
+            embedder = self.embedder  # not through the disk cache: flipped texts are not corpus
+            inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+            self._support_head = (None if self._entailment is not None
+                                  else EmbeddingSupport.for_embedder(inner))
+            self._support_head_built = True
+        return self._support_head
 
     @property
     def reranker(self) -> Reranker:
@@ -614,7 +632,8 @@ class Engine:
             ReaderActor(self.index, collections),
             reranker,
             WriterActor(writer, timeout_s=budget.model_call_s),
-            VerifierActor(functools.partial(verify_async, entailment=self._entailment)),
+            VerifierActor(functools.partial(verify_async, entailment=self._entailment,
+                                            support_model=self.support_head)),
         ]
         if self._web is not None:
             scraper = self._scraper()
@@ -695,7 +714,7 @@ def _restore(actors: Sequence[Actor], events: Sequence[Event]) -> None:
 
     The controller folds the log through the machine; planner, selector,
     writer and verifier rebuild their views (``restore``); the searcher's
-    seen URLs are the web results the log's searches returned, and the reader
+    seen URLs are the web pages the log registered, and the reader
     knows the pages the run opened. Reranker and scraper keep no per-run state.
     """
     for actor in actors:
@@ -703,8 +722,11 @@ def _restore(actors: Sequence[Actor], events: Sequence[Event]) -> None:
         if callable(restore):
             restore(events)
         elif isinstance(actor, SearcherActor):
-            actor.seen = SeenUrls(hit.url for e in events if isinstance(e, SearchCompleted)
-                                  for hit in e.hits if hit.chunk_id is None)
+            actor.seen = SeenUrls()
+            for event in events:
+                if isinstance(event, EvidenceRegistered):
+                    for chunk in event.chunks:
+                        actor.seen.add_web(chunk.url)
         elif isinstance(actor, ReaderActor):
             for event in events:
                 if isinstance(event, PageScraped):

@@ -664,12 +664,19 @@ class ResultsFlagged(Event):
 
 
 class SelectionRequested(Event):
-    """Command: choose the writer's evidence from the final rerank's shortlist."""
+    """Command: choose the writer's evidence from the final rerank's shortlist.
+
+    ``left_out``: the evidence the final rerank did not shortlist (under its
+    floor against the question, or past the shortlist's length); a second hop
+    shares few of the question's words, so the selector may still take one
+    that a shortlisted passage names.
+    """
 
     type: Literal["selection.requested"] = "selection.requested"
     candidate_ids: tuple[str, ...]
     queries: tuple[str, ...] = ()
     k: int = 5
+    left_out: tuple[str, ...] = ()
 
 
 class EvidenceSelected(Event):

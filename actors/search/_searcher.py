@@ -60,11 +60,13 @@ _MIN_WORDS_FOR_SIMHASH = 8  # shorter texts collide too easily to call them dupl
 
 
 class SeenUrls:
-    """The normalised URLs a session has already been shown.
+    """The normalised URLs a session already holds.
 
-    A session never gets the same page back from a later search, so it never
-    re-reads or re-indexes it. Updates happen between awaits, so concurrent
-    searches of one session cannot lose each other's additions.
+    A session never gets such a page back from a later search, so it never
+    re-reads or re-indexes it. :meth:`Searcher.search` adds what it returns
+    (unless told not to); the searcher actor adds the pages its run registered
+    instead, so a result passed over comes back. Updates happen between awaits,
+    so concurrent searches of one session cannot lose each other's additions.
     """
 
     __slots__ = ("_urls",)
@@ -87,6 +89,12 @@ class SeenUrls:
             return False
         self._urls.add(url)
         return True
+
+    def add_web(self, raw: str) -> bool:
+        """Remember a web page's URL in any spelling (normalised as results are);
+        ``False`` for a URL that is no web page (a corpus passage's) or was known."""
+        url = _web_url(raw)
+        return url is not None and self.add(url)
 
     def snapshot(self) -> frozenset[str]:
         return frozenset(self._urls)
@@ -291,6 +299,7 @@ class Searcher:
         deadline: float | None = None,
         seen: SeenUrls | None = None,
         filters: SearchFilters | None = None,
+        remember: bool = True,
     ) -> SearchOutcome:
         """Ask queries x providers in parallel and merge.
 
@@ -301,9 +310,12 @@ class Searcher:
                 fail as ``ProviderNotConfigured``, without a network call).
             deadline: absolute ``loop.time()`` after which nothing is awaited.
             seen: the session's seen URLs; hits already seen are dropped and
-                the returned ones are added.
+                (with ``remember``) the returned ones are added.
             filters: passed to providers that declare them, then checked on
                 every provider's hits where the searcher can (see module doc).
+            remember: add the returned hits to ``seen``; ``False`` when the
+                caller marks only what it keeps (the searcher actor marks the
+                results its run registered, so a result passed over comes back).
 
         Raises:
             ValueError: ``filters`` has a date range that ends before it starts.
@@ -323,7 +335,7 @@ class Searcher:
                                                     active))
                      for q in qs]
         answers = [a for t in tasks for a in t.result()]
-        return self._merge(answers, primary + fallback, want, seen)
+        return self._merge(answers, primary + fallback, want, seen, remember=remember)
 
     async def _one_query(
         self, query: str, k: int, primary: Sequence[str], fallback: Sequence[str],
@@ -414,7 +426,8 @@ class Searcher:
     # --- merge ------------------------------------------------------------------------------
 
     def _merge(
-        self, answers: list[_Answer], order: Sequence[str], k: int, seen: SeenUrls | None
+        self, answers: list[_Answer], order: Sequence[str], k: int, seen: SeenUrls | None,
+        *, remember: bool = True,
     ) -> SearchOutcome:
         rank = {n: i for i, n in enumerate(order)}
         ok = sorted((a for a in answers if a.ok), key=lambda a: rank.get(a.provider, len(rank)))
@@ -466,7 +479,7 @@ class Searcher:
                 update["published_at"] = None
             by_url[key] = len(kept)
             kept.append(hit.model_copy(update=update))
-        if seen is not None:
+        if seen is not None and remember:
             for hit in kept:
                 if hit.chunk_id is None:
                     seen.add(hit.url)

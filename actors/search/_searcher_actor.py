@@ -3,6 +3,11 @@
 It wraps a shared :class:`Searcher` (one per tenant, whose providers carry the
 circuit breakers) and owns what is per run or per session: the seen-URL set and
 the subscription that turns breaker changes into ``provider.health`` events.
+
+The seen-URL set holds the web pages the run *registered* (``evidence.registered``),
+not every result a search returned: a result the run passed over (its rerank put it
+under the relevance floor for the query that found it) comes back when a later
+search asks for it, typically the search for a bridge entity that names it.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Sequence
 from streams import (
     ErrorInfo,
     Event,
+    EvidenceRegistered,
     ProviderCall,
     ProviderHealth,
     SearchCompleted,
@@ -32,7 +38,8 @@ class SearcherActor(Actor):
 
     Args:
         searcher: the tenant's searcher (shared across runs).
-        seen: the session's seen URLs (a fresh set per actor by default).
+        seen: the session's seen URLs (a fresh set per actor by default): the web
+            pages its runs registered, never returned by a later search.
         deadline_margin_s: time kept back from the run's remaining budget so
             the answer is published before the run's own deadline.
         close_searcher: close the searcher's providers when the run ends (for
@@ -40,7 +47,7 @@ class SearcherActor(Actor):
     """
 
     name = "searcher"
-    handles = ("search.requested",)
+    handles = ("search.requested", "evidence.registered")
     concurrency = 4
 
     def __init__(
@@ -60,7 +67,7 @@ class SearcherActor(Actor):
 
     @property
     def seen_urls(self) -> frozenset[str]:
-        """URLs this session has been shown (normalised)."""
+        """Web pages this session's runs registered (normalised)."""
         return self.seen.snapshot()
 
     async def on_start(self, ctx: ActorContext) -> None:
@@ -87,6 +94,11 @@ class SearcherActor(Actor):
                                           detail=change.detail))
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        if isinstance(msg, EvidenceRegistered):
+            for chunk in msg.chunks:
+                if chunk.url:
+                    self.seen.add_web(chunk.url)
+            return None
         assert isinstance(msg, SearchRequested)
         problem = filters_problem(msg.filters)
         if problem is not None:  # the planner's mistake: say so, ask nobody
@@ -100,7 +112,7 @@ class SearcherActor(Actor):
             deadline = loop.time() + max(0.0, remaining - margin)
         outcome = await self.searcher.search(
             msg.query, k=msg.k, providers=msg.providers, deadline=deadline, seen=self.seen,
-            filters=msg.filters)
+            filters=msg.filters, remember=False)
         if outcome.failed:
             if not outcome.errors:
                 error = error_info(ProviderNotConfigured("no search provider to ask"))

@@ -17,7 +17,14 @@ from ._keywords import (
     tokenize,
 )
 from ._markup import CLEAN_MARKUP_VERSION, clean_markup, looks_like_code
-from ._periods import DEFAULT_RECENT_DAYS, AskedPeriod, asked_period, is_time_sensitive
+from ._periods import (
+    DEFAULT_RECENT_DAYS,
+    AskedPeriod,
+    DateMention,
+    asked_period,
+    date_mentions,
+    is_time_sensitive,
+)
 from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, simhash64
 from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url, url_host, url_key
 
@@ -31,6 +38,7 @@ __all__ = [
     "TRACKING_PARAMS",
     "TRACKING_PREFIXES",
     "AskedPeriod",
+    "DateMention",
     "DedupResult",
     "NearDuplicateIndex",
     "TextChunk",
@@ -38,6 +46,7 @@ __all__ = [
     "chunk_text",
     "clean_markup",
     "content_terms",
+    "date_mentions",
     "dedup_chunks",
     "hamming",
     "is_time_sensitive",

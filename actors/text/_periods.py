@@ -25,7 +25,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_RECENT_DAYS", "AskedPeriod", "asked_period", "is_time_sensitive"]
+__all__ = ["DEFAULT_RECENT_DAYS", "AskedPeriod", "DateMention", "asked_period", "date_mentions",
+           "is_time_sensitive"]
 
 DEFAULT_RECENT_DAYS = 365
 """How far back "latest" / "current" / "now" reach when the question names no range."""
@@ -170,6 +171,47 @@ def _expr_range(m: re.Match[str]) -> tuple[dt.date, dt.date] | None:
         return dt.date(year, 1, 1), _year_end(year)
     except ValueError:  # "February 30, 2020"
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class DateMention:
+    """A date a text writes, as precisely as it writes it.
+
+    ``first``/``last`` are the first and last day it covers: the same day for
+    "10 July 1971", the whole month for "July 1971", the year for "1971".
+    """
+
+    start: int
+    text: str
+    first: dt.date
+    last: dt.date
+
+    @property
+    def precision(self) -> int:
+        """3 for a day, 2 for a month, 1 for a year, 0 for a longer span (a decade)."""
+        if self.first == self.last:
+            return 3
+        if (self.first.year, self.first.month) == (self.last.year, self.last.month):
+            return 2
+        return 1 if self.first.year == self.last.year else 0
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """(year, month, day) of ``first``, with the parts the text does not give as 0."""
+        p = self.precision
+        return (self.first.year, self.first.month if p >= 2 else 0, self.first.day if p == 3 else 0)
+
+
+def date_mentions(text: str) -> list[DateMention]:
+    """Every date ``text`` writes, in order: ISO, "10 July 1971", "July 10, 1971",
+    "July 1971", a year standing alone as a year, "the 1990s" (the question reader's rules:
+    "in 2000 words" or "COVID-2019" are no dates)."""
+    found: list[DateMention] = []
+    for m in _DATE_EXPR.finditer(text):
+        span = _expr_range(m)
+        if span is not None:
+            found.append(DateMention(m.start(), m.group(0), *span))
+    return found
 
 
 @dataclass(slots=True)

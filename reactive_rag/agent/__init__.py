@@ -41,6 +41,14 @@ from ._policy import (
 )
 from ._question import desubjectivize, extract_entities, question_entities
 from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportScore, SupportWeights, support_score
+from ._support_head import (
+    DEFAULT_SUPPORT_HEAD_PATH,
+    EmbeddingSupport,
+    SupportHeadError,
+    SupportHeadWeights,
+    flip_polarity,
+    load_support_head,
+)
 from ._verifier import (
     DEFAULT_SUPPORT_THRESHOLD,
     AsyncEntailmentModel,
@@ -58,6 +66,7 @@ from ._verifier import (
 __all__ = [
     "DEFAULT_ENTAILMENT_PROMPT",
     "DEFAULT_PLANNER_PROMPT",
+    "DEFAULT_SUPPORT_HEAD_PATH",
     "DEFAULT_SUPPORT_THRESHOLD",
     "DEFAULT_SUPPORT_WEIGHTS",
     "DEFAULT_WRITER_PROMPT",
@@ -68,6 +77,7 @@ __all__ = [
     "ChatWriter",
     "Decision",
     "Draft",
+    "EmbeddingSupport",
     "EntailmentError",
     "EntailmentModel",
     "ExtractiveWriter",
@@ -84,6 +94,8 @@ __all__ = [
     "Rejection",
     "ScopeCheck",
     "SelectorActor",
+    "SupportHeadError",
+    "SupportHeadWeights",
     "SupportScore",
     "SupportWeights",
     "Verification",
@@ -98,7 +110,9 @@ __all__ = [
     "default_scope",
     "desubjectivize",
     "extract_entities",
+    "flip_polarity",
     "judge_answerability",
+    "load_support_head",
     "match_quote",
     "normalize_query",
     "normalize_text",

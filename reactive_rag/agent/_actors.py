@@ -43,7 +43,7 @@ from streams import (
 )
 
 from ..run import conflict_claims
-from ._evidence_pick import select_evidence
+from ._evidence_pick import named_hops, select_evidence
 from ._policy import (
     Decision,
     PlannerPolicy,
@@ -303,8 +303,10 @@ class SelectorActor(Actor):
     """Chooses the writer's evidence from the final rerank's shortlist (agent runs).
 
     The rerank orders passages by the question alone, which drops the second
-    hop of a multi-hop question; :func:`select_evidence` keeps it. Its choice
-    is an event (``evidence.selected``), one explicit stage of the run.
+    hop of a multi-hop question; :func:`select_evidence` keeps it, and a passage
+    the rerank left out that a shortlisted one names (:func:`named_hops`) is
+    weighed too. Its choice is an event (``evidence.selected``), one explicit
+    stage of the run.
     """
 
     name = "selector"
@@ -323,7 +325,9 @@ class SelectorActor(Actor):
             return None
         assert isinstance(msg, SelectionRequested)
         ranked = [self.view.evidence[i] for i in msg.candidate_ids if i in self.view.evidence]
-        chosen = select_evidence(self.view.question, ranked, msg.queries, k=msg.k)
+        left_out = [self.view.evidence[i] for i in msg.left_out if i in self.view.evidence]
+        pool = [*ranked, *named_hops(ranked, left_out)]
+        chosen = select_evidence(self.view.question, pool, msg.queries, k=msg.k)
         return [EvidenceSelected(ids=tuple(c.id for c in chosen))]
 
 

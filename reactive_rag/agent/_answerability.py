@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,7 +35,13 @@ from streams import EvidenceChunk
 from ..run import Answerability
 from ._question import desubjectivize, extract_entities, question_entities
 
-__all__ = ["QuestionNeeds", "analyse_question", "holds_new_value", "judge_answerability"]
+__all__ = [
+    "QuestionNeeds",
+    "analyse_question",
+    "holds_new_value",
+    "judge_answerability",
+    "term_weight",
+]
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
@@ -133,10 +140,11 @@ def analyse_question(question: str) -> QuestionNeeds:
         answer_type = "how_many" if noun_of.group(1).lower() in _QUANTITIES else "what"
     answer_type = answer_type or "what"
     in_entities = {t for e in entities for t in content_terms(e)}
+    kind_nouns = _kind_nouns(text)
     words: list[str] = []
     terms: list[str] = []
     for word in tokenize(text):
-        if word in _ASKING or len(word) < 2:
+        if word in _ASKING or len(word) < 2 or word in kind_nouns:
             continue
         stems = content_terms(word)
         if not stems or stems[0] in in_entities or stems[0] in terms:
@@ -181,12 +189,29 @@ def _outer_entities(entities: Sequence[str]) -> list[str]:
 
 
 def _terms(chunk: EvidenceChunk) -> set[str]:
-    return set(content_terms(f"{chunk.title} {chunk.text}"))
+    return _stems(f"{chunk.title} {chunk.text}")
+
+
+def _stems(text: str) -> set[str]:
+    """Content stems of ``text``, each also without its accents ("zürich" and "zurich")."""
+    stems = set(content_terms(text))
+    return stems | {_fold(t) for t in stems}
 
 
 def _mentions(chunk_terms: set[str], entity: str) -> bool:
+    """Every word of ``entity`` is in the passage; accents and initials aside ("Zurich" is
+    "Zürich", "Ana M Ruiz" is "Ana Maria Ruiz")."""
     stems = set(content_terms(entity))
-    return bool(stems) and stems <= chunk_terms
+    if len(stems) > 1:
+        stems = {t for t in stems if len(t) > 1} or stems  # "Ana M Ruiz": "M" is an initial
+    return bool(stems) and {_fold(t) for t in stems} <= chunk_terms
+
+
+@functools.lru_cache(maxsize=65536)
+def _fold(term: str) -> str:
+    """``term`` without its accents: how a question typed on a plain keyboard spells it."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", term)
+                   if not unicodedata.combining(ch))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -199,16 +224,50 @@ def _weight(word: str) -> float:
     return min(_MAX_WEIGHT, max(_MIN_WEIGHT, _ZIPF_CEILING - zipf_frequency(word, "en")))
 
 
+def term_weight(word: str) -> float:
+    """How specific ``word`` is in general English (see :func:`_weight`): "hosted" > "film"."""
+    return _weight(word)
+
+
 def _weighted_terms(question: str) -> dict[str, float]:
     """Every content stem of the question (entities included) with its specificity."""
+    text = desubjectivize(question)
+    kind_nouns = _kind_nouns(text)
     out: dict[str, float] = {}
-    for word in tokenize(desubjectivize(question)):
-        if word in _ASKING or len(word) < 2:
+    for word in tokenize(text):
+        if word in _ASKING or len(word) < 2 or word in kind_nouns:
             continue
         stems = content_terms(word)
         if stems:
-            out[stems[0]] = max(out.get(stems[0], 0.0), _weight(word))
+            key = _fold(stems[0])
+            out[key] = max(out.get(key, 0.0), _weight(word))
     return out
+
+
+def _typos(question: str, seen: set[str]) -> set[str]:
+    """Stems of lower-case words of ``question`` that general English and every passage lack.
+
+    Names are capitalised, so "eavery" or "hree" is a misspelling; a rare
+    word some passage does hold ("tarn") is not.
+    """
+    return {t for w in _LOWER_WORD.findall(desubjectivize(question))
+            if zipf_frequency(w, "en") == 0 for t in content_terms(w) if _fold(t) not in seen}
+
+
+# A word written in lower case, letters only ("eavery"; not "iPhone", "x86", "Leda").
+_LOWER_WORD = re.compile(r"(?<![\w'\u2019-])[a-z]{3,}(?![\w'\u2019-])")
+# "What year", "which city": the noun names the kind of answer, which a passage
+# gives without saying the noun ("born in Venice" answers "in what city").
+_KIND_NOUN = re.compile(
+    r"\b(?:what|which)\s+(year|decade|century|date|month|day|city|country|state|town|"
+    r"place|county|region|continent|location)\b",
+    re.IGNORECASE,
+)
+
+
+def _kind_nouns(text: str) -> set[str]:
+    """The nouns that only name the kind of answer asked for (see ``_KIND_NOUN``)."""
+    return {m.group(1).lower() for m in _KIND_NOUN.finditer(text)}
 
 
 def _share(weights: dict[str, float], have: set[str]) -> float:
@@ -248,10 +307,10 @@ def _value_sentence(answer_type: str, question: str, weights: dict[str, float],
                     chunks: Sequence[EvidenceChunk]) -> bool:
     """A sentence that bears on the question and holds a value of the asked kind."""
     for c in chunks:
-        title_terms = set(content_terms(c.title)) if c.title else set()
+        title_terms = _stems(c.title) if c.title else set()
         for s, e in split_sentences(c.text) or [(0, len(c.text))]:
             sentence = c.text[s:e]
-            if _share(weights, set(content_terms(sentence)) | title_terms) < _VALUE_RELEVANCE:
+            if _share(weights, _stems(sentence) | title_terms) < _VALUE_RELEVANCE:
                 continue
             if holds_new_value(answer_type, sentence, question):
                 return True
@@ -296,7 +355,7 @@ def _title_terms(title: str, weights: dict[str, float]) -> set[str]:
     API names glue words together ("datetime", "fromisoformat"): a question
     about a "date" is about ``datetime.date`` too.
     """
-    terms = set(content_terms(title))
+    terms = _stems(title)
     glued = [t for t in tokenize(title) if len(t) > 4]
     terms |= {w for w in weights if len(w) >= 4 and any(g.startswith(w) for g in glued)}
     return terms
@@ -313,7 +372,7 @@ def _best_window(weights: dict[str, float], chunks: Sequence[EvidenceChunk]
     best: tuple[float, set[str], EvidenceChunk | None] = (0.0, set(), None)
     for c in chunks:
         title = _title_terms(c.title, weights) if c.title else set()
-        sentences = [set(content_terms(c.text[s:e]))
+        sentences = [_stems(c.text[s:e])
                      for s, e in split_sentences(c.text) or [(0, len(c.text))]]
         for i in range(len(sentences)):
             have = title.union(*sentences[i:i + _WINDOW_SENTENCES])
@@ -343,6 +402,8 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     extra: list[str] = []
     chosen_ids = {c.id for c in chosen}
     terms_of = {c.id: _terms(c) for c in [*chosen, *held]}
+    for typo in _typos(question, set().union(*terms_of.values())):
+        weights[_fold(typo)] = _MIN_WEIGHT  # a misspelt word weighs as little as the commonest
     covered: list[str] = []
     missing: list[str] = []
     # 1. named things: each must be mentioned by a chosen passage (or a held one, added).
@@ -359,7 +420,7 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     # with no named thing to anchor them, close together in one passage. A passage
     # *about* a named thing (titled after it) is stronger evidence than one naming it
     # in passing; without one, more of the question must be covered.
-    about = any(_mentions(set(content_terms(c.title)), e) for c in pool if c.title
+    about = any(_mentions(_stems(c.title), e) for c in pool if c.title
                 for e in needs.names)
     threshold = (_TERM_SHARE if about else _TERM_SHARE_IN_PASSING) if needs.entities else (
         _TERM_SHARE_HOW_TO if needs.answer_type == "how_to" else _TERM_SHARE_NO_NAMES)

@@ -11,12 +11,12 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from actors.text import content_terms
+from actors.text import content_terms, url_host
 from streams import EvidenceChunk
 
 from ._loop_guard import normalize_query
 
-__all__ = ["PoolScorer", "mentions", "select_evidence", "title_keys"]
+__all__ = ["PoolScorer", "mentions", "named_hops", "select_evidence", "title_keys"]
 
 
 class PoolScorer:
@@ -54,11 +54,21 @@ class PoolScorer:
 
 
 _PAREN = re.compile(r"\s*\([^)]*\)\s*$")
+# A page's <title> often ends in its site's name: "EFL Cup - SimWiki", "X | Site".
+_SITE_SUFFIX = re.compile(r"\s+[-|\u2013\u2014\u00b7]\s+[^-|\u2013\u2014\u00b7]+$")
 
 
 def title_keys(title: str) -> tuple[str, ...]:
     """How text would mention a page: "Winner (band)" -> "winner";
-    "Summerlin, Nevada" -> "summerlin nevada" or "summerlin"."""
+    "Summerlin, Nevada" -> "summerlin nevada" or "summerlin"; "EFL Cup - SimWiki"
+    (a page title with its site's name) -> also "efl cup"."""
+    named = _SITE_SUFFIX.sub("", title)
+    if named != title and len(normalize_query(named)) > 2:
+        return tuple(dict.fromkeys((*title_keys(named), *_keys(title))))
+    return _keys(title)
+
+
+def _keys(title: str) -> tuple[str, ...]:
     base = _PAREN.sub("", title)
     keys = [normalize_query(base)]
     head = base.split(",")[0]
@@ -70,6 +80,20 @@ def title_keys(title: str) -> tuple[str, ...]:
 def mentions(text_norm: str, keys: Sequence[str]) -> bool:
     padded = f" {text_norm} "
     return any(f" {k} " in padded for k in keys)
+
+
+def named_hops(shortlist: Sequence[EvidenceChunk],
+               others: Sequence[EvidenceChunk]) -> list[EvidenceChunk]:
+    """The chunks of ``others`` whose title a ``shortlist`` chunk names (in order).
+
+    A multi-hop question's second passage rarely shares the question's words,
+    so a rerank against the question drops it; the first passage naming its
+    title is what links it to the question.
+    """
+    text = normalize_query(" ".join(c.text for c in shortlist))
+    if not text:
+        return []
+    return [c for c in others if c.title and mentions(text, title_keys(c.title))]
 
 
 def select_evidence(
@@ -91,6 +115,12 @@ def select_evidence(
     match to any follow-up query. ``evidence`` should be in registration order:
     that order breaks ties. ``weights`` are those of the follow-up match, the
     title named in the question and the link from a top match.
+
+    A chunk whose words a better chunk already holds (a mirror of a page on
+    another host, a snippet of a page read whole) takes a place only when no
+    other chunk is left: a copy adds nothing for the writer and would push out
+    the second hop. Of two copies, the one from the host most of ``evidence``
+    comes from is kept (a mirror site copies a few pages of a big one).
     """
     w_follow, w_title, w_link = weights
     if k <= 0 or not evidence:
@@ -126,4 +156,31 @@ def select_evidence(
         s += w_link * link
         score.append(s)
     order = sorted(range(n), key=lambda i: (-score[i], i))
-    return [evidence[i] for i in order[:k]]
+    # Of copies on several hosts, the one on the host most of the pool comes from
+    # (a mirror site copies a few pages of a big one) takes the place.
+    hosts = [url_host(c.url) if c.url else "" for c in evidence]
+    per_host = Counter(hosts)
+    picked: list[int] = []
+    copies: list[int] = []
+    held: list[frozenset[str]] = []
+    for i in order:
+        words = frozenset(content_terms(evidence[i].text))
+        twin = next((j for j, h in enumerate(held) if _copied(words, h)), None)
+        if twin is None:
+            picked.append(i)
+            held.append(words)
+        elif per_host[hosts[i]] > per_host[hosts[picked[twin]]]:
+            copies.append(picked[twin])
+            picked[twin] = i
+        else:
+            copies.append(i)
+    picked = picked[:k]
+    picked.extend(copies[: k - len(picked)])  # copies only take places nothing else wants
+    return [evidence[i] for i in picked]
+
+
+def _copied(a: frozenset[str], b: frozenset[str], share: float = 0.8) -> bool:
+    """One text's content words are (nearly) all in the other's: a copy, or a part of it."""
+    if not a or not b:
+        return False
+    return len(a & b) >= share * min(len(a), len(b))

@@ -33,10 +33,11 @@ from actors.text import (
 )
 from streams import Claim, ClaimError, EvidenceChunk, WriteMode
 
-from ._answerability import analyse_question, holds_new_value
+from ._answerability import analyse_question, holds_new_value, term_weight
+from ._choice import Choice, answer_choice
 from ._policy import Draft
 from ._question import desubjectivize
-from ._yes_no import answer_yes_no
+from ._yes_no import YesNo, answer_yes_no
 
 __all__ = ["ExtractiveWriter"]
 
@@ -73,8 +74,25 @@ _TERM_LEAD = re.compile(
     r"^(?:[\w.]*[(_%][^\s:]*|[A-Z][A-Z0-9_]{2,}|[a-z][\w.]*|\"[^\"\s]{1,6}\")\s*(?::|--)?"
     r"\s+[A-Z\"(]"
 )
+# Prose that opens with an acronym's name ("ACME Radio Hour is an American ..."),
+# not a table row ("PIPE Special value that ...").
+_NAME_IS = re.compile(r"^[A-Z][A-Z0-9]{1,}(?:\s+[A-Z][\w'&.-]*){1,5}\s+(?:is|was|are|were)\s")
 _POSSESSIVE = re.compile(r"(?:'s|\u2019s|'|\u2019)$")
 _MAX_CLAIM_WORDS = 80
+# Score lost by a sentence from a chunk about nothing the question names (see :func:`_astray`).
+_ASTRAY_PENALTY = 0.3
+# Where a value question names what it counts or dates (see :func:`_focus`).
+_FOCUS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    r"\bwhat(?:'s|\s+(?:is|are|was|were))\s+the\s+(?:\w+\s+)?(\w+)\s+of\b",
+    r"\b([a-z]+)\s+(?:in\s+)?(?:how\s+(?:many|much)|(?:what|which)\s+year)\b",
+    r"\bhow\s+(?:many|much)\s+(\w+)",
+    r"^\s*(?:when|(?:in\s+)?(?:what|which)\s+year)\b.*?\b([a-z]+)\s*\??\s*$",
+))
+_ASKING_WORDS = frozenset(["is", "are", "was", "were", "did", "does", "do", "the", "of", "in",
+                           "it", "they", "he", "she", "that", "which", "first", "last"])
+# Score lost by a sentence all of whose words are the question's own.
+_ECHO_PENALTY = 0.3
+_HOPS = 2  # a bridge question's answer may sit two links away from what it names
 _ANSWER_CAP = 4  # an answer sentence may be a claim beyond max_claims, up to this many
 _PARA_BEFORE = re.compile(r"(?:^|\n[ \t]*\n)[ \t]*$")
 _PARA_AFTER = re.compile(r"[ \t]*(?:\n[ \t]*\n|$)")
@@ -155,7 +173,8 @@ def _not_a_claim(chunk: EvidenceChunk, start: int, end: int, subject: str) -> bo
     flat = _SPACE.sub(" ", text).strip()
     if flat.endswith((":", "?")):
         return True  # a heading or the label of what follows; a question is no answer
-    if _MARKUP.search(text) or _TERM_LEAD.match(flat) or len(flat.split()) > _MAX_CLAIM_WORDS:
+    table_row = bool(_TERM_LEAD.match(flat)) and not _NAME_IS.match(flat)
+    if _MARKUP.search(text) or table_row or len(flat.split()) > _MAX_CLAIM_WORDS:
         return True  # markup, a table row, or a run-on too long to read as one claim
     _, colon, tail = flat.partition(": ")
     if colon and looks_like_code(tail):
@@ -220,6 +239,14 @@ class ExtractiveWriter:
     ("hosted by ...") and the first sentence of the chunk about the answer
     (its full name); each of these may be a claim beyond ``max_claims`` (never
     more than four in all). "What is X?" leads with X's own first sentence.
+    The claim holding the value then leads (one from the next hop first), a
+    "how many N" / "the N of" / "founded in what year" question quotes a
+    sentence saying N or "founded", and the relation words are weighted by
+    how rare they are. A sentence from a chunk about nothing the question
+    names (not mentioning a named thing, not one or two links from one)
+    scores lower and its values are no answer, as does a sentence that only
+    restates the question. "Which is older, A or B?" leads with the verdict
+    of :func:`~reactive_rag.agent._choice.answer_choice`.
 
     Args:
         embedder: optional sentence embedder for semantic similarity.
@@ -296,10 +323,14 @@ class ExtractiveWriter:
         )
         lead = ""
         needs = analyse_question(question)
-        if needs.answer_type == "yes_no" and not banned_quotes and not banned_chunks:
-            # A yes/no question is answered by a word inferred from one description of
-            # each named thing; those descriptions come first, then the other claims.
-            verdict = answer_yes_no(question, needs.entities, evidence)
+        if needs.answer_type in ("yes_no", "choice") and not banned_quotes and not banned_chunks:
+            # A yes/no question is answered by a word, "A or B: which is older?" by a
+            # name, each inferred from one description of each named thing; those
+            # descriptions come first, then the other claims.
+            verdict: YesNo | Choice | None = (
+                answer_yes_no(question, needs.entities, evidence)
+                if needs.answer_type == "yes_no" else answer_choice(question, needs.names, evidence)
+            )
             if verdict is not None:
                 lead = verdict.lead
                 quoted = {(c.source_id, c.quote) for c in verdict.claims}
@@ -396,7 +427,12 @@ class ExtractiveWriter:
         kind = needs.answer_type
         wants_value = kind in _VALUE_KINDS
         q_mention = f" {' '.join(_mention_words(question))} "
-        value = [wants_value and holds_new_value(kind, s.quote, question) for s in sentences]
+        # A passage neither about a named thing of the question nor a hop from one
+        # is about something else, however many of the question's words it shares;
+        # a value it holds is not the one asked for.
+        astray = _astray(sentences, needs.names)
+        value = [wants_value and s.chunk.id not in astray
+                 and holds_new_value(kind, s.quote, question) for s in sentences]
         q_low = question.lower()
         asked = desubjectivize(question) or question
         how = _HOW_TO.match(asked)
@@ -447,6 +483,10 @@ class ExtractiveWriter:
                 score += 0.2
             if any(m.group(0).lower() not in q_low for m in _PRIVATE_IDENT.finditer(s.quote)):
                 score -= 0.3  # leans on internals the question did not name
+            if s.chunk.id in astray:
+                score -= _ASTRAY_PENALTY
+            if q_terms and s.terms and s.terms <= q_terms:
+                score -= _ECHO_PENALTY  # says only what the question says: no answer in it
             base.append(score)
         sims: dict[int, float] = {}  # semantic similarity to the question, where measured
         if self._embedder is not None:
@@ -507,12 +547,21 @@ class ExtractiveWriter:
                      if s.chunk.title and f" {title_keys[s.chunk.id]} " in q_mention}
             hops = linked - named
             chosen = self._with_value(sentences, chosen, value, base, hops)
+            focus = _focus(question) if kind in ("when", "how_many") else set()
+            if focus:
+                chosen = self._with_focus(sentences, chosen, value, base, focus, astray)
             if kind in ("who", "what", "where"):
+                # The answer claim may link on too: "a friend of X" -> X's own chunk.
+                said = " ".join(f" {' '.join(_mention_words(sentences[i].quote))} "
+                                for i in chosen)
+                linked |= {cid for cid, key in title_keys.items() if key and f" {key} " in said}
                 near = {sentences[i].chunk.id for i in chosen} | linked | named
-                chosen = self._with_relation(sentences, chosen, value, base, near,
-                                             set(needs.terms))
+                relation = {t: term_weight(w) for w, t in zip(needs.words, needs.terms,
+                                                              strict=True)}
+                chosen = self._with_relation(sentences, chosen, value, base, near, relation)
             if kind in ("who", "what"):
                 chosen = self._with_introduction(sentences, chosen, named)
+            chosen = _answer_first(chosen, value, [sentences[i].chunk.id in hops for i in chosen])
         return [
             Claim(
                 statement=sentences[i].statement,
@@ -589,6 +638,34 @@ class ExtractiveWriter:
             return chosen
         return self._join(chosen, max(candidates, key=lambda i: base[i]), 1)
 
+    def _with_focus(
+        self,
+        sentences: Sequence[_Sentence],
+        chosen: list[int],
+        value: Sequence[bool],
+        base: Sequence[float],
+        focus: set[str],
+        astray: set[str],
+    ) -> list[int]:
+        """The claims with a value sentence that names the quantity or event asked about.
+
+        "What is the population of the town at X?": a sentence about the town
+        holding some other number ("the intersection of routes 77 and 81")
+        holds a value but not the one asked; a sentence saying "population"
+        with a new number does. When no chosen value claim says the focus
+        word, the best such sentence from a chunk the question bears on joins
+        second.
+        """
+        if any(value[i] and sentences[i].terms & focus for i in chosen):
+            return chosen
+        pool = [
+            i for i in self._fresh(sentences, chosen)
+            if value[i] and sentences[i].terms & focus and sentences[i].chunk.id not in astray
+        ]
+        if not pool:
+            return chosen
+        return self._join(chosen, max(pool, key=lambda i: base[i]), 1)
+
     def _with_relation(
         self,
         sentences: Sequence[_Sentence],
@@ -596,7 +673,7 @@ class ExtractiveWriter:
         value: Sequence[bool],
         base: Sequence[float],
         near: set[str],
-        relation: set[str],
+        relation: dict[str, float],
     ) -> list[int]:
         """The claims with one naming something new *beside* the relation asked about.
 
@@ -604,28 +681,29 @@ class ExtractiveWriter:
         it; names in a sentence about something else do not. The relation is
         the question's words outside its named things that the lead claim
         leaves open, as the sentence writes them in lower case (not inside a
-        name). When no chosen claim has both, the best sentence that does from
-        a chunk the answer is about (``near``: a chosen one, one a claim names,
-        one the question names) joins second.
+        name), each weighted by how specific it is ("hosted" says more than
+        "film"). When no chosen claim says as much of it as the best sentence
+        from a chunk the answer is about (``near``: a chosen one, one a claim
+        names, one the question names), that sentence joins second.
         """
         lead = sentences[chosen[0]]
-        open_terms = relation - lead.terms - set(content_terms(lead.chunk.title))
+        lead_terms = lead.terms | set(content_terms(lead.chunk.title))
+        open_terms = {t: w for t, w in relation.items() if t not in lead_terms}
         if not open_terms:
             return chosen  # the lead already says the relation
         plain = {i: _plain_terms(sentences[i].quote) for i, v in enumerate(value) if v}
 
-        def says(i: int) -> bool:
-            return i in plain and bool(plain[i] & open_terms)
+        def says(i: int) -> float:
+            return sum(w for t, w in open_terms.items() if t in plain.get(i, ()))
 
-        if any(says(i) for i in chosen):
-            return chosen
+        said = max(says(i) for i in chosen)
         pool = [
             i for i in self._fresh(sentences, chosen)
-            if says(i) and sentences[i].chunk.id in near
+            if says(i) > said and sentences[i].chunk.id in near
         ]
         if not pool:
             return chosen
-        return self._join(chosen, max(pool, key=lambda i: base[i]), 1)
+        return self._join(chosen, max(pool, key=lambda i: (says(i), base[i])), 1)
 
     def _with_introduction(
         self, sentences: Sequence[_Sentence], chosen: list[int], named: set[str]
@@ -647,6 +725,8 @@ class ExtractiveWriter:
                  if s.chunk.id == chunk.id and s.order == 0 and s.statement == _clean(s.quote)),
                 None,
             )
+            if intro == i:
+                continue  # the claim is its chunk's introduction: look further
             if intro is None or intro in chosen or intro not in self._fresh(sentences, chosen):
                 return chosen
             return self._join(chosen, intro, min(pos + 1, 2))
@@ -666,6 +746,66 @@ class ExtractiveWriter:
             return True
         small, large = (a.terms, b.terms) if len(a.terms) <= len(b.terms) else (b.terms, a.terms)
         return len(small) >= 2 and small <= large
+
+
+def _answer_first(chosen: list[int], value: Sequence[bool], in_hop: Sequence[bool]) -> list[int]:
+    """The claim holding the asked value leads: from the next hop when one does.
+
+    A lead that only restates the question's own names ("X was a junior
+    hockey team") makes the reader hunt for the answer in the claims after it;
+    on a multi-hop question the first hop's values ("the 1925 honours", the
+    bridge's name) are not the answer, the next hop's are. ``in_hop`` says,
+    per chosen claim, whether its chunk is such a next hop.
+    """
+    firsts = [pos for pos, i in enumerate(chosen) if value[i] and in_hop[pos]]
+    firsts += [pos for pos, i in enumerate(chosen) if value[i]]
+    if not firsts or firsts[0] == 0 or (value[chosen[0]] and in_hop[0]):
+        return chosen
+    lead = chosen[firsts[0]]
+    return [lead, *(i for i in chosen if i != lead)]
+
+
+def _focus(question: str) -> set[str]:
+    """Stems of the words naming what a value question counts or dates.
+
+    "What is the population of ...", "... can seat how many people", "how
+    many people ...", "... founded in what year", "When was X born?".
+    """
+    words: list[str] = []
+    for pattern in _FOCUS:
+        words += [m.group(1) for m in pattern.finditer(question)]
+    return {t for w in words if w.lower() not in _ASKING_WORDS for t in content_terms(w)}
+
+
+def _astray(sentences: Sequence[_Sentence], names: Sequence[str]) -> set[str]:
+    """Chunks that neither mention a named thing of the question nor are a hop from one.
+
+    A hop is a chunk titled after something a mentioning chunk names ("played
+    at the X Arena" -> the chunk titled "X Arena"), or one naming such a
+    chunk's title. With no named thing in the question, no chunk is astray.
+    """
+    keys = [set(content_terms(n)) for n in names]
+    keys = [k for k in keys if k]
+    if not keys:
+        return set()
+    chunks = {s.chunk.id: s.chunk for s in sentences}
+    terms = {cid: set(content_terms(f"{c.title} {c.text}")) for cid, c in chunks.items()}
+    near = {cid for cid, t in terms.items() if any(k <= t for k in keys)}
+    # "Elm Park, Rivertown" is mentioned as "Elm Park": a place after a comma
+    # only tells pages apart.
+    keys_of = {cid: {k for k in (_title_key(c.title), _title_key(c.title.split(",")[0])) if k}
+               for cid, c in chunks.items() if c.title}
+    said = {cid: f" {' '.join(_mention_words(c.text))} " for cid, c in chunks.items()}
+
+    def linked(a: str, b: str) -> bool:
+        return any(f" {key} " in said[a] for key in keys_of.get(b, ()))
+
+    frontier = set(near)
+    for _ in range(_HOPS):
+        frontier = {b for b in chunks if b not in near
+                    and any(linked(a, b) or linked(b, a) for a in frontier)}
+        near |= frontier
+    return set(chunks) - near
 
 
 def _pairs(text: str) -> set[tuple[str, str]]:

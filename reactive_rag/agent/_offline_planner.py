@@ -32,6 +32,7 @@ from actors.text import (
     stem,
     tokenize,
     url_host,
+    url_key,
 )
 from streams import EvidenceChunk, Feedback, QueryStat, ToolCall
 
@@ -80,6 +81,12 @@ class OfflinePlanner:
     are excluded from later searches, a search whose results were all stale
     is repeated with the asked period as a filter.
 
+    On the web the next hop is found in three steps: the round that opens the
+    first pages searches no bridges (a 20-word snippet names little) and does
+    not count as a search round; the next searches the names the pages read
+    give, from the passage about what the question names first; and a round
+    of bridge searches keeps calls and pages back to open what they find.
+
     Args:
         max_rounds: search rounds before answering (a read-on round counts).
         bridges_per_round: follow-up searches per round.
@@ -92,6 +99,8 @@ class OfflinePlanner:
             after the first round.
         k: hits asked per search (``None`` lets the run decide).
         pages_per_round: web results opened per round (within the run's page budget).
+        page_reserve: pages kept back, in a round that searches bridges, for what
+            those searches find (the question's next hop).
     """
 
     name = "offline"
@@ -107,6 +116,7 @@ class OfflinePlanner:
         simple_max_terms: int = 4,
         k: int | None = None,
         pages_per_round: int = 3,
+        page_reserve: int = 2,
     ) -> None:
         if max_rounds < 1:
             raise ValueError("max_rounds must be >= 1")
@@ -120,10 +130,12 @@ class OfflinePlanner:
         self.coverage_to_answer = coverage_to_answer
         self.k = k
         self.pages_per_round = pages_per_round
+        self.page_reserve = page_reserve
         self._excluded: set[str] = set()  # hosts flagged as spam in this run
         self._dated: set[str] = set()  # queries sent with a date filter
         self._gave_up_dates = False
         self._asked_extension = False  # the run's one budget extension was asked for
+        self._reading_rounds: set[int] = set()  # rounds that only opened pages (no bridges)
 
     # --- public entry point -----------------------------------------------------------
 
@@ -163,8 +175,16 @@ class OfflinePlanner:
             queries = self._expand(view.question)
             reason = "expand the question into searches"
         else:
-            queries, reason = self._follow_up(view, done)
+            # Bridges are names the evidence mentions: while the first pages are still
+            # unread, a snippet's 20 words name little, so search them once read.
+            defer = bool(pages) and not _read_pages(view)
+            if defer:
+                self._reading_rounds.add(view.round)  # not a search round: rounds shift
+            queries, reason = self._follow_up(view, done, with_bridges=not defer)
             read = self._read_on(view)
+            if pages and queries and not defer:
+                # Keep pages for what this round's bridge searches find (the next hop).
+                pages = pages[: max(0, self._page_room(view) - self.page_reserve)] or pages[:1]
             if pages:
                 reason = "open the pages of the best results; " + reason
         fresh: list[str] = []
@@ -173,6 +193,8 @@ class OfflinePlanner:
             if key and key not in done:
                 done.add(key)
                 fresh.append(q)
+        if fresh and view.queries and not stop:
+            fresh = fresh[: self._searches_room(view, len(pages), read is not None)]
         moves: list[tuple[str, dict[str, JsonValue]]] = []
         if read is not None:
             moves.append(("read", {"chunk_id": read, "direction": "next"}))
@@ -255,13 +277,33 @@ class OfflinePlanner:
             return None
         return asked_period(view.question, _dt.date.fromisoformat(view.today))
 
-    def _pages_to_open(self, view: PlannerView) -> list[str]:
-        """Result ids of unread web pages whose snippet speaks to the question, best first."""
+    def _page_room(self, view: PlannerView) -> int:
+        """Pages this round may open: the round's share, within the run's page and call budgets."""
         room = self.pages_per_round
         if view.remaining_pages is not None:
             room = min(room, view.remaining_pages)
         if view.remaining_tool_calls is not None:
             room = min(room, view.remaining_tool_calls)
+        return room
+
+    def _searches_room(self, view: PlannerView, pages: int, read: bool) -> int | None:
+        """Follow-up searches this round may send (``None``: no limit of its own).
+
+        On the web, calls are kept back to open what the searches find: a result
+        found with the run's last calls is never read. Up to ``page_reserve`` calls
+        (at most half of those left, and no more than the pages left) stay unspent.
+        """
+        if view.remaining_tool_calls is None or not any(c.snippet for c in view.evidence):
+            return None  # no web results: nothing to open later, nothing to keep back
+        left = view.remaining_tool_calls - pages - int(read)
+        reserve = min(self.page_reserve, left // 2)
+        if view.remaining_pages is not None:
+            reserve = min(reserve, view.remaining_pages - pages)
+        return max(0, left - max(0, reserve))
+
+    def _pages_to_open(self, view: PlannerView) -> list[str]:
+        """Result ids of unread web pages whose snippet speaks to the question, best first."""
+        room = self._page_room(view)
         if room <= 0:
             return []
         opened = set(view.pages)
@@ -333,13 +375,14 @@ class OfflinePlanner:
             return _Stop("time", "time nearly spent")
         if not view.queries:
             return None
-        if view.round > self.max_rounds:
+        searched = self._search_round(view)
+        if searched > self.max_rounds:
             return _Stop("rounds", f"searched {self.max_rounds} rounds")
         kinds = Counter(f.kind for f in view.feedback)
         if kinds["loop"] + kinds["duplicate"] >= 2:
             return _Stop("loops", "repeated loops")
         if (
-            view.round > self.min_search_rounds
+            searched > self.min_search_rounds
             and view.evidence
             and len(view.queries) >= 2
             and self._covered(view) >= self.coverage_to_answer
@@ -355,6 +398,11 @@ class OfflinePlanner:
             # A short single-hop question one passage fully covers: no bridge to find.
             return _Stop("covered", "one passage covers the whole (simple) question")
         return None
+
+    def _search_round(self, view: PlannerView) -> int:
+        """This round's number counting search rounds only (a round that only opened
+        the first pages, to search what they name next, does not count)."""
+        return view.round - sum(1 for r in self._reading_rounds if r < view.round)
 
     def _is_simple(self, question: str) -> bool:
         """Few key words and no relative clause: a single-hop question."""
@@ -400,7 +448,8 @@ class OfflinePlanner:
 
     # --- later rounds -------------------------------------------------------------------
 
-    def _follow_up(self, view: PlannerView, done: set[str]) -> tuple[list[str], str]:
+    def _follow_up(self, view: PlannerView, done: set[str],
+                   with_bridges: bool = True) -> tuple[list[str], str]:
         empty = [q for q in view.queries if _came_back_empty(q, view.feedback)]
         rewrites = [r for r in _rewrites(view.question, empty) if normalize_query(r) not in done]
         if not view.evidence:
@@ -408,6 +457,8 @@ class OfflinePlanner:
         queries: list[str] = []
         if self._is_simple(view.question):
             reason = "a simple question: no hidden hop to search for"
+        elif not with_bridges:
+            reason = "read the pages before searching the names they mention"
         else:
             bridges = self._bridges(view, done)
             queries = [_bridge_query(b) for b in bridges[: self.bridges_per_round]]
@@ -423,7 +474,7 @@ class OfflinePlanner:
         keys = key_words(question)
         q_ents = question_entities(question)
         searched_words = {w for q in view.queries for w in words_key(q.query)}
-        ranked = _rank(question, view.evidence)[: self.top_chunks]
+        ranked = _anchored(q_ents, _rank(question, view.evidence))[: self.top_chunks]
         held_titles = {words_key(c.title) for c in view.evidence if c.title}
         scores: dict[str, float] = {}
         meta: dict[str, _Bridge] = {}
@@ -499,6 +550,13 @@ class OfflinePlanner:
                 return chunk.id
         return None
 
+
+
+def _read_pages(view: PlannerView) -> bool:
+    """Whether the run has read any web page whole (not only result snippets)."""
+    opened = set(view.pages)
+    return bool(opened) and any(c.url and not c.snippet and url_key(c.url) in opened
+                                for c in view.evidence)
 
 
 def _opening(text: str, words: int = 20) -> frozenset[str]:
@@ -597,6 +655,26 @@ def _from_points(view: PlannerView) -> PlannerView:
                 else c.model_copy(update={"text": " ".join(texts[c.id])})
                 for c in view.evidence]
     return replace(view, evidence=evidence)
+
+
+def _anchored(entities: Sequence[str], ranked: Sequence[EvidenceChunk]) -> list[EvidenceChunk]:
+    """``ranked`` with the passages naming the question's own named things first.
+
+    The next hop is named by the passage about what the question names ("the arena
+    where the Lewiston Maineiacs played"), not by a passage that only shares its
+    common words (another arena's page). The passage naming more words of one
+    question entity, as a phrase, goes first; ties keep ``ranked``'s order.
+    """
+    keys = [(normalize_query(e), len(tokenize(e))) for e in entities]
+    keys = [(k, n) for k, n in keys if k]
+    if not keys:
+        return list(ranked)
+
+    def anchor(c: EvidenceChunk) -> int:
+        text = normalize_query(f"{c.title} {c.text}")
+        return max((n for k, n in keys if mentions(text, (k,))), default=0)
+
+    return sorted(ranked, key=lambda c: -anchor(c))
 
 
 def _rank(question: str, evidence: Sequence[EvidenceChunk]) -> list[EvidenceChunk]:

@@ -44,7 +44,9 @@ equal to its quote, or the quote prefixed by the chunk's title, scores ~1.0.
 
 This is a lexical estimate, not an entailment model: it catches changed facts
 and flipped directions that are spelled out, not paraphrases it has no words
-for (see ``bench/_support_auc.py`` for how far it goes).
+for (see ``bench/_support_auc.py`` for how far it goes). With the default MiniLM
+embedder the verifier multiplies it by a learned embedding factor <= 1
+(:mod:`._support_head`), recorded in :attr:`SupportScore.embedding_factor`.
 """
 
 from __future__ import annotations
@@ -98,6 +100,8 @@ class SupportScore:
     dropped_negations: tuple[str, ...] = ()
     conflicts: tuple[tuple[str, str], ...] = ()
     unbacked: tuple[str, ...] = ()
+    embedding_factor: float | None = None
+    """The embedding head's multiplier (``_support_head``), None when it did not apply."""
 
     @property
     def reasons(self) -> tuple[str, ...]:
@@ -111,6 +115,8 @@ class SupportScore:
         if shown:
             more = f" (+{len(shown) - 4} more)" if len(shown) > 4 else ""
             out.append("adds " + ", ".join(repr(t) for t in shown[:4]) + more)
+        if self.embedding_factor is not None and self.embedding_factor < _SHOWN_FACTOR:
+            out.append(f"reads closer to its opposite (embedding x{self.embedding_factor:.2f})")
         return tuple(out)
 
     def explain(self) -> str:
@@ -119,7 +125,12 @@ class SupportScore:
 
     def rescored(self, weights: SupportWeights) -> float:
         """The score these parts would get under other ``weights`` (for fitting them)."""
-        return _combine(self, weights)
+        factor = 1.0 if self.embedding_factor is None else self.embedding_factor
+        return _combine(self, weights) * factor
+
+
+# An embedding factor below this is named among the reasons (above it, it is a nudge).
+_SHOWN_FACTOR = 0.75
 
 
 def _combine(parts: SupportScore, w: SupportWeights) -> float:

@@ -21,7 +21,10 @@ this run's registry, with an optional entailment model on top:
    (title included) as context: :func:`~._support.support_score` (offline,
    lexical) >= ``support_threshold``; a statement that adds a year, drops a
    "not", names someone else or flips a direction is dropped with what it
-   changed ("statement not supported by its quote: adds 1951");
+   changed ("statement not supported by its quote: adds 1951"); with an
+   :class:`~._support_head.EmbeddingSupport` (the engine passes one built on
+   its MiniLM embedder) that score is multiplied by a learned embedding factor
+   (<= 1, so it can only make the check stricter);
 6. with a question, every claim must bear on it: its statement, quote and
    chunk title share a content word with the question, or it is about
    something another kept claim of the same draft names (the second hop of a
@@ -36,6 +39,7 @@ this run's registry, with an optional entailment model on top:
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,7 +52,10 @@ from actors.text import NEGATIONS, content_terms, tokenize
 from streams import Claim, ClaimError, EvidenceChunk
 
 from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportWeights, support_score
+from ._support_head import EmbeddingSupport
 from ._yes_no import LEAD_WORDS
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_SUPPORT_THRESHOLD",
@@ -344,6 +351,7 @@ def verify(
     fuzzy_threshold: float = 0.9,
     support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
     support_weights: SupportWeights = DEFAULT_SUPPORT_WEIGHTS,
+    support_model: EmbeddingSupport | None = None,
     entailment: EntailmentModel | None = None,
     entailment_threshold: float = 0.5,
     min_quote_words: int = 3,
@@ -360,6 +368,8 @@ def verify(
         support_threshold: minimum :func:`support_score` of statement against
             quote (0 switches the check off).
         support_weights: the support score's weights.
+        support_model: optional embedding factor on the support score (None: lexical
+            score alone).
         entailment: optional model; when given, the quote must entail the statement.
         entailment_threshold: minimum entailment score.
         min_quote_words: quotes shorter than this are too weak to verify anything.
@@ -368,10 +378,14 @@ def verify(
     Returns:
         The kept claims (in order) and one :class:`ClaimError` per dropped claim.
     """
+    if support_model is not None and support_threshold > 0.0 and \
+            not _prepare(support_model, claims):
+        support_model = None
     reasons = _code_checks(claims, registry, question=question,
                            fuzzy_threshold=fuzzy_threshold,
                            support_threshold=support_threshold,
-                           support_weights=support_weights, min_quote_words=min_quote_words)
+                           support_weights=support_weights, support_model=support_model,
+                           min_quote_words=min_quote_words)
     if entailment is not None:
         for index, claim in enumerate(claims):
             if reasons[index] is None:
@@ -390,6 +404,7 @@ async def verify_async(
     fuzzy_threshold: float = 0.9,
     support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
     support_weights: SupportWeights = DEFAULT_SUPPORT_WEIGHTS,
+    support_model: EmbeddingSupport | None = None,
     min_quote_words: int = 3,
     policy: VerifyPolicy | None = None,
 ) -> Verification:
@@ -398,11 +413,16 @@ async def verify_async(
     The checks in code run first; the model then judges only the claims that
     passed them, concurrently. A model call that raises drops its claim with
     ``"entailment check failed: <error>"``: a claim is never kept unjudged.
+    The ``support_model``'s embeddings are computed in a worker thread.
     """
+    if support_model is not None and support_threshold > 0.0 and \
+            not await asyncio.to_thread(_prepare, support_model, claims):
+        support_model = None
     reasons = _code_checks(claims, registry, question=question,
                            fuzzy_threshold=fuzzy_threshold,
                            support_threshold=support_threshold,
-                           support_weights=support_weights, min_quote_words=min_quote_words)
+                           support_weights=support_weights, support_model=support_model,
+                           min_quote_words=min_quote_words)
     if entailment is not None:
         todo = [i for i, r in enumerate(reasons) if r is None]
         judged = await asyncio.gather(
@@ -430,6 +450,21 @@ def _entailment_reason(score: float, threshold: float) -> str | None:
     return f"quote does not support the statement (entailment {score:.2f} < {threshold:.2f})"
 
 
+def _prepare(model: EmbeddingSupport, claims: Sequence[Claim]) -> bool:
+    """Embed every claim's texts in one batch (the checks then read the cache).
+
+    False when the embedder failed: the head is an extra factor, so the claims
+    are then judged by the lexical score alone rather than not at all.
+    """
+    try:
+        model.prepare((c.statement, c.quote) for c in claims if c.statement.strip())
+    except Exception as exc:  # any embedder failure: fall back, say so in the log
+        _log.warning("support head skipped, its embedder failed: %s: %s",
+                     type(exc).__name__, exc)
+        return False
+    return True
+
+
 def _verdict(
     claims: Sequence[Claim], reasons: Sequence[str | None], policy: VerifyPolicy | None
 ) -> Verification:
@@ -452,6 +487,7 @@ def _code_checks(
     fuzzy_threshold: float,
     support_threshold: float,
     support_weights: SupportWeights,
+    support_model: EmbeddingSupport | None,
     min_quote_words: int,
 ) -> list[str | None]:
     if not 0.0 < fuzzy_threshold <= 1.0:
@@ -461,7 +497,7 @@ def _code_checks(
     reasons = [
         _check(claim, registry, fuzzy_threshold=fuzzy_threshold,
                support_threshold=support_threshold, support_weights=support_weights,
-               min_quote_words=min_quote_words)
+               support_model=support_model, min_quote_words=min_quote_words)
         for claim in claims
     ]
     if question.strip():
@@ -480,6 +516,7 @@ def _check(
     fuzzy_threshold: float,
     support_threshold: float,
     support_weights: SupportWeights,
+    support_model: EmbeddingSupport | None,
     min_quote_words: int,
 ) -> str | None:
     if not claim.statement.strip():
@@ -515,6 +552,8 @@ def _check(
         context = f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
         support = support_score(claim.statement, claim.quote, context=context,
                                 title=chunk.title, weights=support_weights)
+        if support_model is not None:
+            support = support_model.rescore(support, claim.statement, claim.quote)
         if support.score < support_threshold:
             return (f"statement not supported by its quote: {support.explain()} "
                     f"(support {support.score:.2f} < {support_threshold:.2f})")

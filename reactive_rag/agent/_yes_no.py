@@ -16,7 +16,7 @@ when a description is missing, or when two descriptions share a place name
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,13 +25,13 @@ from streams import Claim, EvidenceChunk
 
 from ._question import extract_entities
 
-__all__ = ["LEAD_WORDS", "YesNo", "answer_yes_no"]
+__all__ = ["LEAD_WORDS", "YesNo", "answer_yes_no", "describe"]
 
 _SAME = re.compile(r"\bsame\s+([a-z]+)", re.IGNORECASE)
 _BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
 _NATIONALITY = frozenset({"nationality", "country", "citizenship", "origin", "nation"})
 LEAD_WORDS = frozenset({"yes", "no", "both", "same", "neither", "only", "are", "is", "not",
-                         "while", "described", "as", "for"})
+                         "while", "described", "as", "for", "before", "after"})
 """Words a lead may use that its quotes need not contain: they state the verdict."""
 
 
@@ -44,21 +44,40 @@ class YesNo:
     claims: tuple[Claim, ...]
 
 
-def _description(entity: str, evidence: Sequence[EvidenceChunk]) -> tuple[EvidenceChunk,
-                                                                           tuple[int, int]] | None:
-    """The first sentence that describes ``entity``: in a chunk titled after it, else naming it."""
+def describe(entity: str, evidence: Sequence[EvidenceChunk],
+             prefer: Callable[[str], int] | None = None,
+             ) -> tuple[EvidenceChunk, tuple[int, int]] | None:
+    """The sentence that describes ``entity``: in a chunk titled after it, else naming it.
+
+    The first such sentence, or, with ``prefer``, the one of the first few
+    (:data:`DESCRIPTION_SENTENCES`) of that chunk that ``prefer`` scores highest
+    (the earliest on a tie): "X is a magazine. It was started in 1989." is
+    described by its second sentence when the date is what is compared.
+    """
     key = set(content_terms(entity))
     if not key:
         return None
     titled = [c for c in evidence if c.title and key <= set(content_terms(c.title))]
     naming = [c for c in evidence if c not in titled and key <= set(content_terms(c.text))]
     for chunk in [*titled, *naming]:
+        found: list[tuple[int, int]] = []
         for start, end in split_sentences(chunk.text):
             sentence = chunk.text[start:end]
             about = chunk in titled or key <= set(content_terms(sentence))
             if about and len(tokenize(sentence)) >= 4:
-                return chunk, (start, end)
+                found.append((start, end))
+                if prefer is None or len(found) >= DESCRIPTION_SENTENCES:
+                    break
+        if found:
+            if prefer is None:
+                return chunk, found[0]
+            best = max(found, key=lambda span: (prefer(chunk.text[span[0]:span[1]]), -span[0]))
+            return chunk, best
     return None
+
+
+DESCRIPTION_SENTENCES = 3
+"""How far into a thing's own chunk :func:`describe` looks for a preferred sentence."""
 
 
 def _values(sentence: str, attribute: str, entities: Sequence[str]) -> set[str]:
@@ -83,7 +102,7 @@ def answer_yes_no(question: str, entities: Sequence[str],
     if len(entities) < 2:
         return None
     a, b = entities[0], entities[1]
-    found_a, found_b = _description(a, evidence), _description(b, evidence)
+    found_a, found_b = describe(a, evidence), describe(b, evidence)
     if found_a is None or found_b is None or found_a[0].id == found_b[0].id:
         return None
     claims = (_claim(*found_a), _claim(*found_b))
@@ -104,13 +123,26 @@ def answer_yes_no(question: str, entities: Sequence[str],
             return None  # places nest ("a district of a city"): sharing one proves nothing
         return YesNo("no", f"No: {sorted(va)[0]} for {a}, while {sorted(vb)[0]} for {b}.",
                      claims)
-    if _BOTH.search(question):
+    if _BOTH.search(question) or _joined(question, a, b):
+        # "Are A and B both X?", and "Are A and B X?", which asks the same of each.
         named = {t for e in entities for t in content_terms(e)}
         wanted = [w for w in tokenize(question)
                   if w not in STOPWORDS and w not in LEAD_WORDS and content_terms(w)
-                  and content_terms(w)[0] not in named and w not in _QUESTION_WORDS]
+                  and content_terms(w)[0] not in named and w not in _QUESTION_WORDS
+                  and w not in _LINKING]
         if not wanted:
             return None
+        stems = {content_terms(w)[0] for w in wanted}
+
+        def covers(sentence: str) -> int:
+            return len(stems & set(content_terms(sentence)))
+
+        # The sentence of each description that says most of the asked property.
+        found_a, found_b = describe(a, evidence, covers), describe(b, evidence, covers)
+        if found_a is None or found_b is None or found_a[0].id == found_b[0].id:
+            return None
+        claims = (_claim(*found_a), _claim(*found_b))
+        sa, sb = claims[0].quote, claims[1].quote
         has_a = [w for w in wanted if content_terms(w)[0] in set(content_terms(sa))]
         has_b = [w for w in wanted if content_terms(w)[0] in set(content_terms(sb))]
         if has_a and has_b and len(has_a) == len(has_b) == len(wanted):
@@ -122,6 +154,16 @@ def answer_yes_no(question: str, entities: Sequence[str],
     return None
 
 
+def _joined(question: str, a: str, b: str) -> bool:
+    """The question names ``a`` and ``b`` joined by "and" ("Are A and B X?")."""
+    pattern = rf"{re.escape(a)}\W*\s+and\s+{re.escape(b)}"
+    return re.search(pattern, question, re.IGNORECASE) is not None
+
+
+# Words that only link a thing to the property asked about ("both located in X"):
+# a description says "a city in X" without them.
+_LINKING = frozenset(["located", "situated", "based", "considered", "known", "classified",
+                      "regarded", "listed", "called", "named", "found"])
 _QUESTION_WORDS = frozenset(
     [
         "are", "were", "is", "was", "do", "does", "did", "have", "has", "had", "can", "could",

@@ -276,10 +276,11 @@ class TapedSearcher(Searcher):
         deadline: float | None = None,
         seen: SeenUrls | None = None,
         filters: SearchFilters | None = None,
+        remember: bool = True,
     ) -> SearchOutcome:
         if seen is None:
             return await super().search(queries, k=k, providers=providers, deadline=deadline,
-                                        filters=filters)
+                                        filters=filters, remember=remember)
         key: dict[str, Any] = {"queries": [queries] if isinstance(queries, str) else
                                list(queries), "k": k, "providers": list(providers)}
         if filters is not None and not filters.is_empty:
@@ -291,7 +292,7 @@ class TapedSearcher(Searcher):
             recorded = [str(u) for u in raw] if isinstance(raw, list) else None
         view = _SeenView(seen, recorded)
         outcome = await super().search(queries, k=k, providers=providers, deadline=deadline,
-                                       seen=view, filters=filters)
+                                       seen=view, filters=filters, remember=remember)
         if self.cassette.mode == "record":
             self.cassette.add("seen", key, response={"seen": view._found})
         return outcome

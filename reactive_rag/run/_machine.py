@@ -210,6 +210,7 @@ class RunState:
     spam_urls: frozenset[str] = frozenset()  # never opened, never given to the writer
     spam_hosts: frozenset[str] = frozenset()
     shortlist: tuple[str, ...] = ()
+    left_out: tuple[str, ...] = ()  # evidence the final rerank did not shortlist (selectable)
     write_mode: WriteMode = "answer"
     write_attempt: int = 0
     selected: tuple[str, ...] = ()
@@ -1003,9 +1004,14 @@ def _on_selecting(state: RunState, event: Event,
             return _done(state, Finish("no_evidence", reason=(
                 "nothing relevant was found: every result scored under the relevance floor")), out)
         if _selects(state):
-            out.append(SelectionRequested(candidate_ids=ranked, k=k,
+            # The floor is the question's: a second hop that shares few of its words
+            # falls under it, though its own search kept it; the selector may take it.
+            kept = set(ranked)
+            left_out = tuple(c.id for c in _candidates(state) if c.id not in kept)
+            out.append(SelectionRequested(candidate_ids=ranked, k=k, left_out=left_out,
                                           queries=tuple(q.query for q in state.queries)))
-            return replace(state, phase=Phase.CHOOSING, shortlist=ranked), out
+            return replace(state, phase=Phase.CHOOSING, shortlist=ranked,
+                           left_out=left_out), out
         return _judge(state, ranked[:k], out)
     if isinstance(event, RerankFailed) and event.call_id == FINAL_RERANK_ID:
         best = sorted(_candidates(state), key=lambda c: -(c.score or 0.0))
@@ -1016,7 +1022,7 @@ def _on_selecting(state: RunState, event: Event,
 def _on_choosing(state: RunState, event: Event, out: list[Command]) -> _Step:
     k = state.budget.final_evidence
     if isinstance(event, EvidenceSelected):
-        allowed = set(state.shortlist)
+        allowed = {*state.shortlist, *state.left_out}
         chosen = tuple(dict.fromkeys(i for i in event.ids if i in allowed))[:k]
         return _judge(state, chosen or state.shortlist[:k], out)
     if isinstance(event, ActorFailed) and event.request_type == "selection.requested":

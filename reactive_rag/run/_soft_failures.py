@@ -76,6 +76,16 @@ _LIST_FUNCTION_SHARE = 0.10  # function words below this: a list of words, not p
 _LIST_SHARE = 0.25  # ... about the question
 _LIST_MATTR = 0.65  # ... and repetitive
 _GATE_SHARE = 0.15  # below this share of possible question words, nothing to measure
+# Stuffing of *other* words than the question's (a page built to rank for another
+# query that a search still returns): one phrase of 4 words, not all function words,
+# said 3 times or more, in repetitive text of 60 words or more. Set on the 1,498
+# paragraphs of HotpotQA tune rows 0-149 (title + text): 42 repeat a 4-word phrase 3
+# times (names: "Walt Disney World Dolphin"), none flagged at 60+ words; 177 of the 450
+# spam pages bench/_simweb.py makes for those rows are, whatever question judges them.
+_PHRASE_MIN_WORDS = 60  # a short page naming its subject 3 times is no stuffing
+_PHRASE_WORDS = 4
+_PHRASE_REPEATS = 3
+_PHRASE_MATTR = 0.55
 
 # Boilerplate: navigation, link and banner text around little prose. Lines are
 # what a scraper keeps of a page's blocks, so they are the unit here.
@@ -341,6 +351,23 @@ def _echo(question_stems: frozenset[str], text: str,
     return ""
 
 
+def _repeated_phrase(tokens: list[str]) -> str:
+    """Why ``tokens`` read as stuffing of some phrase, whatever the question, or ""."""
+    if len(tokens) < _PHRASE_MIN_WORDS:
+        return ""
+    n = _PHRASE_WORDS
+    grams = Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
+    phrase, times = next(((g, c) for g, c in grams.most_common()
+                          if not all(w in STOPWORDS for w in g)), ((), 0))
+    if times < _PHRASE_REPEATS:
+        return ""
+    mattr = _mattr(_stems([t for t in tokens if _is_word(t)]))
+    if mattr > _PHRASE_MATTR:
+        return ""
+    return (f"keyword stuffing: \"{' '.join(phrase)}\" {times} times in repetitive text "
+            f"(MATTR {mattr:.2f})")
+
+
 def _stuffed_snippet(question_stems: frozenset[str], tokens: list[str]) -> str:
     """Why a result's short snippet reads as keyword stuffing, or "".
 
@@ -555,6 +582,10 @@ def spam_flags(
         why = _echo(question_stems, text, question_tokens)
         if why:
             reasons[i] = ("echo", why)
+            continue
+        why = _repeated_phrase(tokens)
+        if why:
+            reasons[i] = ("stuffing", why)
             continue
         why = _boilerplate(text, len(tokens), counts)
         if why:

@@ -15,6 +15,9 @@ from actors.search import Searcher, SearcherActor, SeenUrls
 from streams import (
     ActorFailed,
     Event,
+    EvidenceChunk,
+    EvidenceRegistered,
+    Hit,
     ProviderHealth,
     SearchCompleted,
     SearchFailed,
@@ -31,9 +34,12 @@ def tenant(web: FakeWeb, names: Sequence[str], **kw: object) -> TenantSearchConf
 
 
 async def run_searches(actor: SearcherActor, requests: Sequence[SearchRequested],
-                       deadline_s: float | None = 20) -> list[Event]:
+                       deadline_s: float | None = 20, extra: Sequence[Event] = ()) -> list[Event]:
+    """Publish ``extra`` (e.g. ``evidence.registered``), then the requests; wait for answers."""
     answers: list[Event] = []
     done = asyncio.Event()
+    if not requests:
+        done.set()
     async with ActorRun("run-1", [actor], deadline_s=deadline_s) as run:
         def collect(event: Event) -> None:
             if event.type in ("search.completed", "search.failed", "actor.failed"):
@@ -42,9 +48,13 @@ async def run_searches(actor: SearcherActor, requests: Sequence[SearchRequested]
                     done.set()
 
         run.stream.subscribe(collect, name="test")
+        for e in extra:
+            run.publish(e)
         for r in requests:
             run.publish(r)
         await done.wait()
+        for _ in range(3):  # let a registration with no search after it land
+            await asyncio.sleep(0)
         run.finish("answered", answer="done")
         await run.wait()
     return run.stream.history()
@@ -149,19 +159,49 @@ async def test_health_events_are_published_when_a_provider_goes_down_and_back() 
     assert isinstance(done, SearchCompleted) and set(done.providers) == {"searxng", "brave"}
 
 
+def registered(*hits: Hit) -> EvidenceRegistered:
+    """What the run's controller publishes once it keeps these results as evidence."""
+    return EvidenceRegistered(chunks=tuple(
+        EvidenceChunk(id=f"web:{i}", url=h.url, text=h.snippet or "x", snippet=True)
+        for i, h in enumerate(hits)))
+
+
 async def test_session_seen_urls_are_exposed_and_respected_across_runs() -> None:
     async with fake_web() as web:
         searcher = Searcher.from_config(tenant(web, ["searxng"]))
         session = SeenUrls()
         first = await run_searches(SearcherActor(searcher, seen=session),
                                    [SearchRequested(query="q")])
+        [a] = answers(first)
+        assert isinstance(a, SearchCompleted) and len(a.hits) == 3
+        await run_searches(SearcherActor(searcher, seen=session), [], extra=[registered(*a.hits)])
         actor = SearcherActor(searcher, seen=session, close_searcher=True)
         second = await run_searches(actor, [SearchRequested(query="q")])
-    [a] = answers(first)
     [b] = answers(second)
-    assert isinstance(a, SearchCompleted) and isinstance(b, SearchCompleted)
-    assert len(a.hits) == 3 and b.hits == ()  # nothing new for this session
+    assert isinstance(b, SearchCompleted) and b.hits == ()  # nothing new for this session
     assert actor.seen_urls == {h.url for h in a.hits}
+
+
+async def test_a_result_the_run_passed_over_comes_back_and_a_registered_one_does_not() -> None:
+    # A search's results under the run's relevance floor are never registered: a later
+    # search (e.g. for the bridge entity that names the page) must still return them.
+    async with fake_web() as web:
+        searcher = Searcher.from_config(tenant(web, ["searxng"]))
+        actor = SearcherActor(searcher)  # two runs of one actor: the test closes the searcher
+        actor.concurrency = 1  # one mailbox worker: the registration lands between searches
+        first = SearchRequested(query="rust async", call_id="s1")
+        events = await run_searches(actor, [first])
+        [a] = answers(events)
+        assert isinstance(a, SearchCompleted) and len(a.hits) == 3
+        assert actor.seen_urls == frozenset()  # returned, not yet kept by the run
+        kept, passed_over = a.hits[0], a.hits[1:]
+        events = await run_searches(actor, [SearchRequested(query="rust async", call_id="s2")],
+                                    extra=[registered(kept)])
+        await searcher.aclose()
+    [b] = answers(events)
+    assert isinstance(b, SearchCompleted)
+    assert [h.url for h in b.hits] == [h.url for h in passed_over]
+    assert actor.seen_urls == {kept.url}
 
 
 async def test_tenant_blacklist_and_agent_limit_apply() -> None:

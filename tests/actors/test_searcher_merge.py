@@ -203,6 +203,24 @@ async def test_session_never_gets_a_url_it_already_saw() -> None:
     assert third.hits == () and not third.failed and third.stats.seen_before == 2
 
 
+async def test_remember_false_filters_by_the_seen_set_without_adding_to_it() -> None:
+    a = Fake("a", [hit("https://a.test/1"), hit("https://a.test/2")])
+    seen = SeenUrls(["https://a.test/1"])
+    out = await Searcher([a]).search("q", seen=seen, remember=False)
+    assert [h.url for h in out.hits] == ["https://a.test/2"]  # the known page is dropped
+    assert set(seen) == {"https://a.test/1"}  # and what came back is not remembered
+    again = await Searcher([a]).search("q", seen=seen, remember=False)
+    assert [h.url for h in again.hits] == ["https://a.test/2"]
+
+
+def test_seen_urls_add_web_normalises_and_ignores_non_web_urls() -> None:
+    seen = SeenUrls()
+    assert seen.add_web("HTTPS://A.test/page#frag")
+    assert not seen.add_web("https://a.test/page")  # the same page, spelled differently
+    assert not seen.add_web("corpus://docs/readme")  # a corpus passage is no web page
+    assert len(seen) == 1
+
+
 async def test_concurrent_searches_of_one_session_share_the_seen_set() -> None:
     a = Fake("a", [hit(f"https://a.test/{i}") for i in range(6)], delay=0.01)
     seen = SeenUrls()

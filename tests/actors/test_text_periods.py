@@ -7,7 +7,13 @@ import datetime as dt
 
 import pytest
 
-from actors.text import DEFAULT_RECENT_DAYS, AskedPeriod, asked_period, is_time_sensitive
+from actors.text import (
+    DEFAULT_RECENT_DAYS,
+    AskedPeriod,
+    asked_period,
+    date_mentions,
+    is_time_sensitive,
+)
 
 TODAY = dt.date(2025, 6, 18)  # a Wednesday
 D = dt.date
@@ -157,3 +163,20 @@ def test_the_phrase_names_what_was_read() -> None:
     assert both is not None and both.phrase == "in 2016, last year"
     assert (both.date_from, both.date_to) == (D(2016, 1, 1), D(2024, 12, 31))
     assert both.relative and not both.default_window
+
+
+# --- dates a passage writes (what "which came first, A or B?" compares) ---------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Ana Ruiz (born 3 May 1960) is a painter.", [("3 May 1960", (1960, 5, 3), 3)]),
+    ("The band formed on June 9, 1975, in Ohio.", [("June 9, 1975", (1975, 6, 9), 3)]),
+    ("It opened in March 1909 and closed in 1931.",
+     [("March 1909", (1909, 3, 0), 2), ("1931", (1931, 0, 0), 1)]),
+    ("Popular in the 1990s.", [("the 1990s", (1990, 0, 0), 0)]),
+    ("Released 2014-02-30 by mistake.", []),  # no such day
+    ("An essay of 2000 words on COVID-2019.", []),  # a length and a name, not dates
+])
+def test_date_mentions_give_each_date_as_precisely_as_it_is_written(
+        text: str, expected: list[tuple[str, tuple[int, int, int], int]]) -> None:
+    assert [(d.text, d.key, d.precision) for d in date_mentions(text)] == expected

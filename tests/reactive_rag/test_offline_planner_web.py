@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from reactive_rag.agent import OfflinePlanner, PlannerView
 from streams import EvidenceChunk, Feedback, QueryStat
 
@@ -133,3 +135,67 @@ def test_the_next_hop_named_by_a_page_already_read_is_opened_first() -> None:
     pages = opened(OfflinePlanner(pages_per_round=1).plan(
         view(evidence=[*RESULTS, hop, read], pages=("https://site9.example/page",))))
     assert pages == ["web:t"]  # named by the page read, despite the lowest score
+
+
+# --- the next hop: read the first pages, then search what they name, then open it -----------
+
+PAGE_URL = "https://site1.example/page"
+READ = EvidenceChunk(id="web:p#0", url=PAGE_URL, source="scraper", title="Kingdom of Lirea",
+                     text="The Kingdom of Lirea is a small state. Its capital is Port Orvel, "
+                          "on the river Tamsin Water.")
+
+
+def searches(decision: object) -> list[str]:
+    return [str(c.args["query"]) for c in decision.calls  # type: ignore[attr-defined]
+            if c.tool == "search"]
+
+
+def test_the_first_pages_are_read_before_the_names_they_mention_are_searched() -> None:
+    # Round 2 holds only 20-word snippets: their names are a poor guess at the next hop,
+    # so the round opens pages and searches nothing yet.
+    decision = OfflinePlanner().plan(view())
+    assert opened(decision) and searches(decision) == []
+    assert decision.action == "scrape"
+
+
+def test_a_round_that_only_opened_pages_does_not_use_up_a_search_round() -> None:
+    planner = OfflinePlanner(max_rounds=2)
+    planner.plan(view())  # round 2: pages only
+    after = planner.plan(view(round=3, evidence=[*RESULTS, READ], pages=(PAGE_URL,)))
+    assert any("Orvel" in q for q in searches(after))  # the name the page read gives
+    fresh = OfflinePlanner(max_rounds=2).plan(view(round=3, evidence=[*RESULTS, READ],
+                                                   pages=(PAGE_URL,)))
+    assert searches(fresh) == []  # a planner that searched rounds 1-2 stops searching
+
+
+def test_bridge_searches_on_the_web_leave_calls_to_open_what_they_find() -> None:
+    busy = view(round=3, evidence=[*RESULTS, READ], pages=(PAGE_URL,))
+    roomy = OfflinePlanner().plan(busy)
+    assert searches(roomy) and opened(roomy) == ["web:2"]  # pages kept back for the hop
+    tight = OfflinePlanner().plan(replace(busy, remaining_tool_calls=3, remaining_pages=3))
+    n_search, n_open = len(searches(tight)), len(opened(tight))
+    assert n_search + n_open <= 2  # one call of three stays for the page a search finds
+    # Without web results there is nothing to open later: no call is kept back.
+    local = [EvidenceChunk(id="d1#0", url="corpus://c/d1", source="local",
+                           title="Kingdom of Lirea", text="The capital of the Kingdom of Lirea "
+                           "is Port Orvel, where the river Tamsin Water flows into the sea.")]
+    spent = OfflinePlanner().plan(PlannerView(question=Q, round=2, evidence=local,
+                                              queries=[QueryStat(query=Q, hits=1,
+                                                                 new_evidence=1)],
+                                              remaining_tool_calls=2))
+    assert len(spent.calls) == 2
+
+
+def test_bridges_come_from_the_passage_about_what_the_question_names() -> None:
+    # A passage sharing the question's common words ("river", "capital") but about
+    # another place names the wrong hop; the one naming "Kingdom of Lirea" names Orvel.
+    decoy = EvidenceChunk(id="web:d#0", url="https://site5.example/page", source="scraper",
+                          title="Rivers of Tessaly",
+                          text="The river Ambra flows through the capital of Tessaly, past "
+                               "Castel Novo, and through the old kingdom's river port.")
+    lirea = READ.model_copy(update={"text": "The capital of the Kingdom of Lirea is Port "
+                                            "Orvel."})
+    decision = OfflinePlanner(bridges_per_round=1).plan(PlannerView(
+        question=Q, round=3, evidence=[decoy, lirea],
+        queries=[QueryStat(query=Q, hits=2, new_evidence=2)]))
+    assert searches(decision) and "Orvel" in searches(decision)[0]

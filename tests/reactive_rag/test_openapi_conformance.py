@@ -13,7 +13,6 @@ event schema, the WebSocket route's handshake answers 101 (or its
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import signal
 import socket
@@ -31,6 +30,7 @@ import pytest
 
 from reactive_rag.index import CorpusIndex
 from reactive_rag.server import hash_token
+from tests._bench import bench_module
 
 from ._corpus import DOCS
 
@@ -39,15 +39,7 @@ TOKEN = "conformance-token-7f3a"
 
 
 def _bench_conformance() -> ModuleType:
-    name = "_conformance"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "_conformance.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("_conformance")
 
 
 @dataclass(frozen=True, slots=True)

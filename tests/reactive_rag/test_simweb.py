@@ -8,8 +8,6 @@ our SearXNG provider parses it, and the scraper reaches the simulated hosts only
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,20 +19,13 @@ import pytest
 
 from actors.providers import ProviderSettings, SearxngProvider
 from actors.scrape import BlockedAddress, ScrapeConfig, ScrapeError, Scraper
+from tests._bench import bench_module
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _simweb() -> ModuleType:
-    name = "_simweb"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "_simweb.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("_simweb")
 
 
 sw = _simweb()

@@ -8,9 +8,7 @@ right number, so it is the number, not something else, that drops it.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -51,6 +49,7 @@ from streams import (
     RunStarted,
     VerifyFailed,
 )
+from tests._bench import bench_module
 from tests.actors._openai_fixtures import FakeOpenAI, JsonBody, Status, fake_openai
 
 REPO = Path(__file__).resolve().parents[2]
@@ -517,15 +516,7 @@ async def test_chat_entailment_can_use_plain_json_mode(server: FakeOpenAI) -> No
 
 
 def _bench() -> ModuleType:
-    name = "_support_auc"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "_support_auc.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return bench_module("_support_auc")
 
 
 class _Overlap:

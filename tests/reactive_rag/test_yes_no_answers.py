@@ -73,3 +73,28 @@ def test_the_rendered_answer_puts_the_lead_before_the_citations() -> None:
     assert render_answer(claims, "Yes: both are American.") == (
         "Yes: both are American. Ada Quill is American. [1]")
     assert render_answer(claims) == "Ada Quill is American. [1]"
+
+
+def test_both_looks_past_the_first_sentence_and_past_linking_words() -> None:
+    # "located" only links the place to the property; the province is said in each
+    # description, once in its second sentence.
+    east = EvidenceChunk(id="e", title="Varnholm", text=(
+        "Varnholm is a prefecture-level city in eastern Kessel province."))
+    west = EvidenceChunk(id="w", title="Ostrava Bay", text=(
+        "Ostrava Bay is a port city with a population of 2.1 million.  It lies in the south "
+        "of Kessel province."))
+    verdict = answer_yes_no("Are Varnholm and Ostrava Bay both located in Kessel province?",
+                            ["Varnholm", "Ostrava Bay"], [east, west])
+    assert verdict is not None and verdict.verdict == "yes"
+    assert verdict.claims[1].quote == "It lies in the south of Kessel province."
+
+
+def test_a_and_b_with_a_property_asks_it_of_each() -> None:
+    east = EvidenceChunk(id="e", title="Varnholm", text=(
+        "Varnholm is a prefecture-level city in eastern Kessel province."))
+    west = EvidenceChunk(id="w", title="Ostrava Bay", text=(
+        "Ostrava Bay is a port city on the coast of Dremmen."))
+    verdict = answer_yes_no("Are Varnholm and Ostrava Bay in Kessel province?",
+                            ["Varnholm", "Ostrava Bay"], [east, west])
+    assert verdict is not None and verdict.verdict == "no"
+    assert verdict.lead == "No: only Varnholm is described as kessel province."
