@@ -6,6 +6,7 @@ Hierarchy::
     ├── MailboxFull (RuntimeError)     a request met a full mailbox; answered with a failure
     ├── ActorStartError (RuntimeError) an actor's on_start raised; the run ends as failed
     ├── RayNotInstalled (ImportError)  a remote placement without the `ray` extra
+    ├── RayUnreachable (ConnectionError) no Ray cluster answers at the address given
     └── RemoteActorError (RuntimeError) a remote actor call failed outside its handler
         ├── RemoteActorDied            the Ray worker died mid-call (restarting or gone)
         └── RemoteCallFailed           the call reached no handler (cancelled, bad reply)
@@ -18,6 +19,7 @@ __all__ = [
     "ActorStartError",
     "MailboxFull",
     "RayNotInstalled",
+    "RayUnreachable",
     "RemoteActorDied",
     "RemoteActorError",
     "RemoteCallFailed",
@@ -40,6 +42,10 @@ class ActorStartError(ActorError, RuntimeError):
 
 class RayNotInstalled(ActorError, ImportError):
     """A remote placement was asked for, but Ray is not installed (the ``ray`` extra)."""
+
+
+class RayUnreachable(ActorError, ConnectionError):
+    """Nothing answers at the Ray address given (``ray.init`` would retry for minutes)."""
 
 
 class RemoteActorError(ActorError, RuntimeError):

@@ -37,6 +37,8 @@ import contextlib
 import importlib
 import itertools
 import os
+import signal
+import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -48,6 +50,7 @@ from ._actor import Actor, ActorContext, error_info
 from ._exceptions import (
     ActorStartError,
     RayNotInstalled,
+    RayUnreachable,
     RemoteActorDied,
     RemoteCallFailed,
 )
@@ -70,25 +73,54 @@ def ray_module() -> Any:
         ) from exc
 
 
+def _check_reachable(address: str, timeout_s: float) -> None:
+    """Raise :class:`RayUnreachable` unless something listens at a ``host:port`` address."""
+    target = address.removeprefix("ray://")
+    host, colon, port = target.rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        return  # "auto", "local" and the like: Ray resolves them itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RayUnreachable(f"no Ray cluster answers at {address}: "
+                             f"{exc.strerror or type(exc).__name__}") from exc
+
+
 def init_ray(address: str | None = None, *, num_cpus: int | None = None,
-             num_gpus: int | None = None, **kwargs: Any) -> None:
+             num_gpus: int | None = None, connect_timeout_s: float = 5.0,
+             **kwargs: Any) -> None:
     """Connect to a Ray cluster (``address``, else ``$RAY_ADDRESS``), or start a local one.
 
     A local cluster listens on loopback, with no dashboard and no usage
     statistics; a no-op if Ray is already initialised. Extra keyword arguments
-    go to ``ray.init``.
+    go to ``ray.init``. A SIGTERM handler the application installed (asyncio's
+    ``loop.add_signal_handler``, say) is kept: ``ray.init`` replaces it with
+    ``sys.exit``, which would cut the application's graceful shutdown short.
+
+    Raises:
+        RayUnreachable: nothing listens at a ``host:port`` address within
+            ``connect_timeout_s`` (checked first: ``ray.init`` retries for minutes).
     """
     ray = ray_module()
     if ray.is_initialized():
         return
     address = address or os.environ.get("RAY_ADDRESS") or None
     opts: dict[str, Any] = {"include_dashboard": False, "configure_logging": False}
+    if address is not None:
+        _check_reachable(address, connect_timeout_s)
     if address is None:
         opts["_node_ip_address"] = "127.0.0.1"
         opts["num_cpus"] = num_cpus
         opts["num_gpus"] = num_gpus
     opts.update(kwargs)
-    ray.init(address=address, **opts)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    try:
+        # "local": a new cluster, never one another process left in /tmp/ray/ray_current_cluster
+        ray.init(address=address or "local", **opts)
+    finally:
+        if callable(previous):  # the application's own handler, not SIG_DFL / SIG_IGN
+            signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass(frozen=True, slots=True)

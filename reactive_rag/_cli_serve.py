@@ -94,9 +94,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except BindError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
-    _run_app(app, listener, access_log_class=RedactingAccessLogger,
-             print=lambda msg: logging.getLogger("reactive_rag.server").info(
-                 "%s (store: %s)", msg.strip(), config.store_label()))
+    try:
+        _run_app(app, listener, access_log_class=RedactingAccessLogger,
+                 print=lambda msg: logging.getLogger("reactive_rag.server").info(
+                     "%s (store: %s)", msg.strip(), config.store_label()))
+    except ConfigError as exc:  # found at start-up: e.g. no Ray cluster at [replicas] address
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
+        return 2
     return 0
 
 

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors import RayOptions, ray_module
 
+from .run import RunConfigError
 from .store import LeaseKeeper, Recorder, RunMeta, default_owner
 
 if TYPE_CHECKING:
@@ -39,6 +40,9 @@ __all__ = ["EngineReplica", "EngineReplicas", "ReplicaRun", "ReplicasUnavailable
 EngineFactory = Callable[[], "Engine"]
 StoreFactory = Callable[..., "RunStore"]
 """Builds the shared store in a replica, called with ``owner=`` (the id it writes as)."""
+TenantEngineFactory = Callable[..., "Engine"]
+"""Builds a tenant's own engine over the replica's index, called with ``index=``
+(e.g. ``functools.partial(Engine.from_config, server_config, tenant=name)``)."""
 
 
 class ReplicasUnavailable(RuntimeError):
@@ -55,10 +59,12 @@ class EngineReplica:
     """One engine and one store connection inside a Ray worker (a plain class: Ray wraps it)."""
 
     def __init__(self, engine_factory: EngineFactory, store_factory: StoreFactory,
-                 name: str) -> None:
+                 name: str, tenants: Mapping[str, TenantEngineFactory] | None = None) -> None:
         self.owner = f"{name}-{default_owner()}"
         self._engine_factory = engine_factory
         self._store_factory = store_factory
+        self._tenant_factories = dict(tenants or {})
+        self._tenants: dict[str, Engine] = {}
         self._engine: Engine | None = None
         self._store: RunStore | None = None
         self._lease: LeaseKeeper | None = None
@@ -66,21 +72,25 @@ class EngineReplica:
         self._handles: dict[str, Any] = {}
 
     async def open(self) -> str:
-        """Build the engine (loading its models off the loop), open the store; the owner id."""
+        """Build the engines (loading their models off the loop), open the store; the owner id."""
         if self._engine is None:
             engine = self._engine_factory()
-            await asyncio.to_thread(engine.warm_up)
+            tenants = {name: build(index=engine.index)
+                       for name, build in self._tenant_factories.items()}
+            for built in (engine, *tenants.values()):
+                await asyncio.to_thread(built.warm_up)
             store = self._store_factory(owner=self.owner)
             await store.open()
             self._lease = await LeaseKeeper(store).start()
-            self._engine, self._store = engine, store
+            self._engine, self._store, self._tenants = engine, store, tenants
         return self.owner
 
     async def start_run(self, question: str, options: Mapping[str, Any], tenant: str) -> str:
         """Start a run here and record it to the shared store; its id."""
         await self.open()
         assert self._engine is not None and self._store is not None
-        handle = self._engine.start(question, **dict(options))
+        engine = self._tenants.get(tenant, self._engine)  # a tenant's own, else the default
+        handle = engine.start(question, **dict(options))
         recorder = Recorder(self._store, handle.stream,
                             RunMeta(handle.run_id, tenant, question,
                                     str(options.get("mode", "agent"))))
@@ -103,6 +113,10 @@ class EngineReplica:
         """Runs going on here (what the dispatcher balances)."""
         return len(self._runs)
 
+    async def node(self) -> str:
+        """The id of the Ray node this replica runs on."""
+        return str(ray_module().get_runtime_context().get_node_id())
+
     async def cancel(self, run_id: str, reason: str) -> bool:
         """Cancel a run going on here; False if it is not (or no longer) here."""
         handle = self._handles.get(run_id)
@@ -124,6 +138,8 @@ class EngineReplica:
             await self._lease.aclose()
         if self._store is not None:
             await self._store.close()
+        for tenant_engine in self._tenants.values():  # (their searchers, chat clients)
+            await tenant_engine.aclose()
         if self._engine is not None:
             await self._engine.aclose()
 
@@ -142,6 +158,9 @@ class EngineReplicas:
 
     Args:
         engine_factory: builds a replica's engine in its worker (picklable).
+        tenants: tenant name -> builds that tenant's own engine (its web search,
+            its chat model) over the replica's index, in the worker (picklable);
+            other tenants' runs go to the default engine.
         store_factory: builds the shared store for an owner id (picklable), e.g.
             ``functools.partial(RedisRunStore, url, prefix="rr:")`` called with ``owner=``.
         replicas: engine replicas; each reserves ``options.num_cpus``.
@@ -155,13 +174,15 @@ class EngineReplicas:
 
     def __init__(self, engine_factory: EngineFactory, store_factory: StoreFactory, *,
                  replicas: int = 2, options: RayOptions | None = None,
-                 tenant: str = "default", probe: int | None = 2) -> None:
+                 tenant: str = "default", probe: int | None = 2,
+                 tenants: Mapping[str, TenantEngineFactory] | None = None) -> None:
         if probe is not None and probe < 1:
             raise ValueError("probe must be >= 1 (or None: ask every replica)")
         self.probe = probe
         self._random = random.Random()
         self._engine_factory = engine_factory
         self._store_factory = store_factory
+        self._tenant_factories = dict(tenants or {})
         self.options = replace(options or RayOptions(), replicas=replicas)
         self.tenant = tenant
         self._handles: list[Any] = []
@@ -179,14 +200,32 @@ class EngineReplicas:
             num_cpus=o.num_cpus, num_gpus=o.num_gpus, resources=dict(o.resources) or None,
             max_restarts=o.max_restarts, max_task_retries=o.max_task_retries,
             max_concurrency=o.max_concurrency, scheduling_strategy="SPREAD")
-        self._handles = [cls.remote(self._engine_factory, self._store_factory, f"replica{i}")
+        self._handles = [cls.remote(self._engine_factory, self._store_factory, f"replica{i}",
+                                    self._tenant_factories)
                          for i in range(o.replicas)]
-        async with asyncio.timeout(o.start_timeout_s):
-            self.owners = list(await asyncio.gather(*(h.open.remote() for h in self._handles)))
+        try:
+            async with asyncio.timeout(o.start_timeout_s):
+                self.owners = list(await asyncio.gather(*(h.open.remote()
+                                                          for h in self._handles)))
+        except BaseException:  # none serves yet: end them now (a close would wait for them)
+            handles, self._handles = self._handles, []
+            for h in handles:
+                ray.kill(h, no_restart=True)
+            raise
         return self
 
-    async def start_run(self, question: str, **options: Any) -> ReplicaRun:
-        """Start a run on the least loaded of the replicas asked (see ``probe``)."""
+    async def start_run(self, question: str, *, tenant: str | None = None,
+                        **options: Any) -> ReplicaRun:
+        """Start a run on the least loaded of the replicas asked (see ``probe``).
+
+        ``tenant``: the tenant it is stored under (default: the pool's);
+        ``options`` go to ``Engine.start`` (``run_id=`` names the run).
+
+        Raises:
+            RunConfigError: the replica's engine refused the options (as
+                ``Engine.start`` would here, without the worker's traceback).
+            ReplicasUnavailable: no replica asked answered, or the chosen one died.
+        """
         if not self._handles:
             await self.start()
         n = len(self._handles)
@@ -211,10 +250,15 @@ class EngineReplicas:
                                       f"{_first_error(answers)}")
         best = min(alive, key=lambda pair: pair[0])[1]  # (min keeps the first of a tie)
         try:
-            run_id = await self._handles[best].start_run.remote(question, options, self.tenant)
+            run_id = await self._handles[best].start_run.remote(question, options,
+                                                                 tenant or self.tenant)
         except ray.exceptions.RayActorError as exc:
             raise ReplicasUnavailable(f"engine replica {best} died starting the run: "
                                       f"{exc}") from exc
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, RunConfigError):  # the engine's own, plain message
+                raise exc.cause from None
+            raise
         self._where[run_id] = best
         return ReplicaRun(run_id, best, self.owners[best])
 
@@ -227,9 +271,21 @@ class EngineReplicas:
         """Runs going on in each replica."""
         return list(await asyncio.gather(*(h.load.remote() for h in self._handles)))
 
+    async def nodes(self) -> list[str]:
+        """The Ray node id each replica runs on (how they spread over the cluster)."""
+        return list(await asyncio.gather(*(h.node.remote() for h in self._handles)))
+
     async def wait(self, run_id: str) -> None:
-        """Until the run ended on its replica and its last event is stored."""
-        await self._handles[self._where[run_id]].wait.remote(run_id)
+        """Until the run ended on its replica and its last event is stored.
+
+        The pool forgets the run once it ended (a later :meth:`cancel` is
+        False, a later ``wait`` returns at once).
+        """
+        where = self._where.get(run_id)
+        if where is None:
+            return
+        await self._handles[where].wait.remote(run_id)
+        self._where.pop(run_id, None)
 
     async def cancel(self, run_id: str, reason: str = "cancelled by the user") -> bool:
         """Cancel a run on the replica it went to."""

@@ -70,7 +70,7 @@ def mount_mcp(app: web.Application) -> None:
         async def start(question: str, mode: Mode, collections: tuple[str, ...],
                         budget: Mapping[str, Any]) -> RunHandle:
             run_id = await runs.start(tenant, question, mode=mode, collections=collections,
-                                      budget=budget)
+                                      budget=budget, here=True)  # the handle is needed
             # No await since start() created the run's watcher: it is still active here.
             return runs.active[run_id].handle
 

@@ -18,6 +18,7 @@ from ._auth import Authenticator, Tenant, hash_token
 from ._config import (
     DEFAULT_TENANT,
     EntailmentConfig,
+    ReplicasConfig,
     ServerConfig,
     TenantConfig,
     default_store_path,
@@ -52,6 +53,7 @@ __all__ = [
     "ProblemAppRunner",
     "RateLimited",
     "RedactingAccessLogger",
+    "ReplicasConfig",
     "RunManager",
     "RunRequest",
     "ServerConfig",

@@ -40,6 +40,7 @@ from ..web import add_web_routes
 from ._auth import Authenticator
 from ._collections import collection_openapi_paths, collection_routes
 from ._config import ServerConfig, TenantConfig
+from ._dispatch import EngineFactory, ReplicaDispatcher
 from ._exceptions import ConfigError
 from ._feed import EventFeed
 from ._models import RunRequest
@@ -420,7 +421,8 @@ def _tenant_engine(base: Engine, research: TenantResearch,
 
 def create_app(config: ServerConfig | None = None, *, engine: Engine | None = None,
                store: RunStore | None = None,
-               env: Mapping[str, str] | None = None) -> web.Application:
+               env: Mapping[str, str] | None = None,
+               replica_engine: EngineFactory | None = None) -> web.Application:
     """The HTTP service.
 
     Args:
@@ -432,6 +434,8 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
         store: the run store (default: from ``config.store``); the app opens
             it on start-up (marking crashed runs ``interrupted``) and closes it.
         env: where API-key variables are looked up (default: ``os.environ``).
+        replica_engine: with ``[replicas]``, builds each replica's engine in its
+            Ray worker (picklable; default: the offline engine over ``index_root``).
 
     Raises:
         ConfigError: a tenant's ``[search]`` or ``[chat]`` cannot be used (see
@@ -450,16 +454,19 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
     app.add_routes(session_routes)
     _mount_extras(app)
     install_log_redaction()
-    app.cleanup_ctx.append(_lifecycle(config, engine, store, research))
+    app.cleanup_ctx.append(_lifecycle(config, engine, store, research, replica_engine))
     app.on_shutdown.append(_close_websockets)
     return app
 
 
 def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | None,
-               research: Mapping[str, TenantResearch]) -> Any:
+               research: Mapping[str, TenantResearch],
+               replica_engine: EngineFactory | None = None) -> Any:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         run_store = store if store is not None else make_store(
             config.store_target(), owner=config.owner, lease_ttl_s=config.lease_ttl_s)
+        dispatcher = None if config.replicas is None else ReplicaDispatcher.for_config(
+            config, run_store, replica_engine)  # (refused before the store opens)
         interrupted = await run_store.open()
         app[INTERRUPTED_KEY] = list(interrupted)
         if interrupted:
@@ -480,9 +487,11 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
                 await manager.resume_all(run_ids, app[AUTH_KEY].tenant)
 
         keeper = await LeaseKeeper(run_store, on_recovered=resume_recovered).start()
+        if dispatcher is not None:  # new runs go to engine replicas on Ray
+            await _start_dispatcher(dispatcher, keeper, run_store)
         manager = RunManager(run_engine, run_store, engines=tenant_engines, health=keeper,
                              recorder_options={"retry_window_s": config.store_retry_s},
-                             observers=[app[METRICS_KEY]])
+                             observers=[app[METRICS_KEY]], dispatcher=dispatcher)
         app[LEASE_KEY] = keeper
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
@@ -526,6 +535,19 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
             await run_store.close()
 
     return ctx
+
+
+async def _start_dispatcher(dispatcher: ReplicaDispatcher, keeper: LeaseKeeper,
+                            store: RunStore) -> None:
+    """Start the replicas; if they cannot start, close what start-up opened, then raise."""
+    try:
+        await dispatcher.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await dispatcher.aclose()
+        await keeper.aclose()
+        await store.close()
+        raise
 
 
 def _entailment_client(config: ServerConfig) -> OpenAIChatClient | None:

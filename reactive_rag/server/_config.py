@@ -32,6 +32,11 @@ Loaded from a TOML file and overridden by environment variables::
     url = "http://127.0.0.1:8000/v1"
     model = "judge"
 
+    [replicas]                                 # optional: new runs go to engine replicas
+    count = 2                                  # on Ray (needs a redis:// or postgresql://
+    num_cpus = 1                               # store and the ray extra)
+    address = ""                               # Ray address; "" = $RAY_ADDRESS or a local Ray
+
 Tokens are stored only as SHA-256 digests. A tenant without ``[search]`` runs
 offline (its local collections only); without ``[chat]`` its planner and writer
 are the offline ones. With no tenant configured the server runs one ``default``
@@ -41,6 +46,7 @@ says: an open server must not be reachable from the network by accident.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -65,8 +71,10 @@ from ._exceptions import ConfigError
 __all__ = [
     "DEFAULT_TENANT",
     "SESSION_TTL_CAP_S",
+    "SHARED_STORES",
     "ChatConfig",
     "EntailmentConfig",
+    "ReplicasConfig",
     "ServerConfig",
     "TenantConfig",
     "default_store_path",
@@ -78,6 +86,8 @@ _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 SESSION_TTL_CAP_S = 30 * 86400.0
 """No session TTL (configured or asked for) is over 30 days."""
+SHARED_STORES = ("redis://", "rediss://", "postgresql://", "postgres://")
+"""Store URLs that processes on other machines can write to and read from."""
 
 
 def default_store_path() -> Path:
@@ -118,6 +128,31 @@ class TenantConfig(BaseModel):
     def allows(self, collection: str) -> bool:
         """True if this tenant may search ``collection``."""
         return ALL_COLLECTIONS in self.collections or collection in self.collections
+
+
+class ReplicasConfig(BaseModel):
+    """``[replicas]``: new runs execute on engine replicas on Ray, not in the server.
+
+    Each replica is a Ray actor holding an engine over ``index_root`` (a path
+    every node must see), one per tenant with ``[search]`` or ``[chat]`` (their
+    API keys read from the worker's environment), and its own connection to
+    the server's store, where it records its runs; the server streams them
+    from there.
+    """
+
+    model_config = _STRICT
+
+    count: int = Field(default=2, ge=1, le=1024)
+    """Engine replicas (spread over the cluster's nodes)."""
+    num_cpus: float = Field(default=1.0, ge=0)
+    """CPUs Ray reserves for each replica (scheduling only)."""
+    num_gpus: float = Field(default=0.0, ge=0)
+    max_restarts: int = Field(default=3, ge=-1)
+    """Times Ray restarts a dead replica (its runs in flight end ``interrupted``)."""
+    address: str = ""
+    """Ray cluster address; empty: ``$RAY_ADDRESS``, else a local Ray on loopback."""
+    start_timeout_s: float = Field(default=120.0, gt=0)
+    """How long starting the replicas (their engines and stores) may take."""
 
 
 class ServerConfig(BaseModel):
@@ -163,6 +198,9 @@ class ServerConfig(BaseModel):
         session_max_ttl_s: the longest TTL a ``POST /v1/sessions`` may ask for
             (a longer one is cut to this); at least ``session_ttl_s``, at most
             30 days.
+        replicas: ``[replicas]``: new runs go to engine replicas on Ray
+            (:class:`ReplicasConfig`); ``None`` (default): they run in the
+            server. Needs a ``redis://`` or ``postgresql://`` store and Ray.
     """
 
     model_config = _STRICT
@@ -187,6 +225,19 @@ class ServerConfig(BaseModel):
     entailment: EntailmentConfig | None = None
     session_ttl_s: float = Field(default=3600.0, gt=0, le=SESSION_TTL_CAP_S)
     session_max_ttl_s: float = Field(default=86400.0, gt=0, le=SESSION_TTL_CAP_S)
+    replicas: ReplicasConfig | None = None
+
+    @model_validator(mode="after")
+    def _replicas_usable(self) -> ServerConfig:
+        """``[replicas]`` is refused at load time unless every replica can reach the store."""
+        if self.replicas is None:
+            return self
+        if not self.store_target().startswith(SHARED_STORES):
+            raise ValueError(f"[replicas] needs a store every replica can reach: a redis:// "
+                             f"or postgresql:// URL, not {self.store_label()!r}")
+        if importlib.util.find_spec("ray") is None:
+            raise ValueError("[replicas] needs Ray: pip install 'reactive-rag[ray]'")
+        return self
 
     @model_validator(mode="after")
     def _session_ttls(self) -> ServerConfig:

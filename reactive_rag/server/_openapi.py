@@ -230,9 +230,10 @@ def _base_document() -> dict[str, Any]:
                         "415": _problem("the body is not application/json"),
                         "422": _problem("invalid fields or run options"),
                         "429": _problem("rate limited", _RETRY_AFTER),
-                        "503": _problem("the run store is unavailable (`store_unavailable`) "
-                                        "or the default corpus is still being indexed "
-                                        "(`not_ready`)", _RETRY_AFTER),
+                        "503": _problem("the run store is unavailable (`store_unavailable`), "
+                                        "the default corpus is still being indexed "
+                                        "(`not_ready`), or no engine replica could take "
+                                        "the run (`replicas_unavailable`)", _RETRY_AFTER),
                     },
                 },
                 "get": {

@@ -18,6 +18,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError, LineTooLong
 from aiohttp.web_request import BaseRequest
 
+from .._replicas import ReplicasUnavailable
 from ..run import RunConfigError
 from ..store import (
     InvalidCursor,
@@ -71,6 +72,7 @@ PROBLEM_CODES: dict[str, str] = {
     "bad_request": "The request is not valid HTTP",
     "headers_too_large": "The request line or headers are too large",
     "store_unavailable": "The run store is unavailable",
+    "replicas_unavailable": "No engine replica could take the run",
     "not_ready": "The service is not ready",
     "internal": "Internal server error",
 }
@@ -127,6 +129,10 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
         return problem_response(make_problem(422, "run_config", _safe(str(exc))))
     except (StoreUnavailable, StoreClosed):
         return problem_response(make_problem(503, "store_unavailable",
+                                             headers={"Retry-After": "1"}))
+    except ReplicasUnavailable:
+        log.warning("no engine replica took a run", exc_info=True)
+        return problem_response(make_problem(503, "replicas_unavailable",
                                              headers={"Retry-After": "1"}))
     except web.HTTPException as exc:
         if exc.status == 404:

@@ -4,6 +4,13 @@ A run belongs to the manager, not to the request that started it: clients
 attach and leave, and the run goes on until it finishes, is cancelled or its
 budget ends it. Every run gets a store :class:`~reactive_rag.store.Recorder`
 before anyone can watch it, so what a client sees is always what is stored.
+
+Where a new run executes is the manager's ``dispatcher``: none, in this
+process; a :class:`~reactive_rag.server._dispatch.RunDispatcher` (engine
+replicas on Ray), elsewhere, recorded there to the shared store, while the
+slots, rate limits and cancels stay here (:class:`RemoteRuns`). Resumed runs,
+and those whose caller needs the live handle (``here=True``: MCP tools,
+conversation turns), always run here.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from ..store import (
     StoreUnavailable,
 )
 from ._auth import Tenant
+from ._dispatch import RemoteRuns, RunDispatcher, RunOrder
 from ._exceptions import RateLimited
 
 __all__ = ["ActiveRun", "RunManager", "StoreHealth"]
@@ -76,6 +84,8 @@ class RunManager:
         engines: tenant name -> its own engine (its web search, its chat model).
         observers: called with every run started or resumed here, before its
             first event, whichever engine runs it (the server's metrics).
+        dispatcher: where new runs execute instead of here (engine replicas);
+            started by the app before it listens, closed by :meth:`aclose`.
     """
 
     def __init__(self, engine: Engine, store: RunStore, *,
@@ -83,7 +93,8 @@ class RunManager:
                  engines: Mapping[str, Engine] | None = None,
                  health: StoreHealth | None = None,
                  recorder_options: Mapping[str, Any] | None = None,
-                 observers: Sequence[RunObserver] = ()) -> None:
+                 observers: Sequence[RunObserver] = (),
+                 dispatcher: RunDispatcher | None = None) -> None:
         self.engine = engine
         self._observers = tuple(observers)
         self.engines = dict(engines or {})
@@ -95,6 +106,7 @@ class RunManager:
         self._usage: dict[str, _TenantUsage] = {}
         self._repairs: set[Recorder] = set()
         self._closing = False
+        self.remote = None if dispatcher is None else RemoteRuns(dispatcher, self._release)
 
     def engine_for(self, tenant: str) -> Engine:
         """The engine that runs ``tenant``'s questions."""
@@ -154,15 +166,18 @@ class RunManager:
 
     async def start(self, tenant: Tenant, question: str, *, mode: Mode,
                     collections: tuple[str, ...], budget: Mapping[str, Any],
-                    context: RunContext | None = None) -> str:
+                    context: RunContext | None = None, here: bool = False) -> str:
         """Start a run and return its id once it is recorded in the store.
 
         ``context``: a conversation's earlier turns, passed to ``Engine.start``.
+        ``here``: run it in this process even with a dispatcher (the caller
+        needs its live handle in :attr:`active`).
 
         Raises:
             RateLimited: the tenant is at its concurrency or per-minute limit.
             RunConfigError: the engine refused the options (nothing started).
             StoreError: the run could not be created in the store (the run is cancelled).
+            ReplicasUnavailable: with a dispatcher, no engine replica took the run.
         """
         if self._closing:
             raise RateLimited("too_many_concurrent_runs", "the server is shutting down", 5)
@@ -171,6 +186,9 @@ class RunManager:
             raise StoreUnavailable(problem)
         self._reserve(tenant)
         run_id = uuid.uuid4().hex
+        if self.remote is not None and not here:  # the slot is released when it ended
+            return await self.remote.start(RunOrder(run_id, tenant.name, question, mode,
+                                                    collections, dict(budget), context))
         engine = self.engine_for(tenant.name)
         try:
             handle = engine.start(question, mode=mode, collections=collections,
@@ -226,7 +244,7 @@ class RunManager:
         if record.status != "interrupted":
             raise RunNotResumable(run_id, record.status)
         events = await self._stored_events(run_id, tenant.name)
-        if run_id in self._active:  # resumed here meanwhile
+        if run_id in self._active or (self.remote is not None and run_id in self.remote):
             raise RunNotResumable(run_id, "running")
         self._reserve(tenant)
         engine = self.engine_for(tenant.name)
@@ -340,10 +358,11 @@ class RunManager:
         await asyncio.wait(waiting, timeout=timeout_s)
 
     def cancel(self, run_id: str, reason: str = "cancelled by the client") -> bool:
-        """Cancel a run going on here; False if it is not (already finished, or elsewhere)."""
+        """Cancel a run going on here or dispatched from here; False if it is not
+        (already finished, or started by another server)."""
         active = self._active.get(run_id)
         if active is None:
-            return False
+            return self.remote is not None and self.remote.cancel(run_id, reason)
         return active.handle.cancel(reason)
 
     async def wait_all(self) -> None:
@@ -351,12 +370,16 @@ class RunManager:
         watchers = [a.watcher for a in self._active.values() if a.watcher is not None]
         if watchers:
             await asyncio.gather(*watchers, return_exceptions=True)
+        if self.remote is not None:
+            await self.remote.wait_all()
 
     async def aclose(self) -> None:
         """Cancel the runs still going (they end ``cancelled``, stored) and wait for them."""
         self._closing = True
         for active in list(self._active.values()):
             active.handle.cancel("server shutting down")
+        if self.remote is not None:  # its runs end cancelled, then the replicas close
+            await self.remote.aclose("server shutting down")
         await self.wait_all()
         for recorder in list(self._repairs):  # crash recovery ends these runs later
             await recorder.abort()

@@ -165,7 +165,7 @@ class SessionManager:
             prepared = prepare_turn(state, run.question)
             run_id = await self.runs.start(tenant, prepared.standalone, mode=run.mode,
                                            collections=collections, budget=run.budget,
-                                           context=prepared.context)
+                                           context=prepared.context, here=True)
         except BaseException:
             if self._busy.get(session_id) is turn:
                 del self._busy[session_id]

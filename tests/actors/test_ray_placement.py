@@ -89,8 +89,11 @@ async def _poll(done: Callable[[], bool]) -> None:
 
 
 async def _wait_file(path: Path) -> str:
-    """What the remote handler wrote when it saw its cancel (it runs in another process)."""
-    await _poll(path.exists)
+    """What the remote handler wrote when it saw its cancel (it runs in another process).
+
+    Waits for content, not for the file: ``write_text`` creates it empty first.
+    """
+    await _poll(lambda: path.exists() and path.stat().st_size > 0)
     return await asyncio.to_thread(path.read_text)
 
 

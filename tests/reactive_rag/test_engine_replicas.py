@@ -13,15 +13,13 @@ import pytest
 
 from actors import RayOptions
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine
 from reactive_rag._replicas import EngineReplicas
-from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
 from reactive_rag.index import CorpusIndex
 from reactive_rag.store import RedisRunStore
 from streams import Event, RunFinished
 
 from ..actors._ray_fixtures import local_ray
-from ._corpus import DOCS
+from ._replica_fixtures import demo_engine, demo_index
 from ._server_fixtures import read_sse, serve
 from ._store_fixtures import NEEDS_REDIS, REDIS_URL
 
@@ -31,31 +29,6 @@ pytestmark = [pytest.mark.slow, NEEDS_REDIS]
 @pytest.fixture(scope="module")
 def ray() -> Iterator[Any]:
     yield from local_ray()
-
-
-def demo_engine(root: str) -> Engine:
-    """Built in each replica's worker: the demo corpus, opened from the shared path."""
-    return Engine(CorpusIndex(root, HashingEmbedder()), planner=HangingPlanner)
-
-
-class HangingPlanner:
-    """The offline planner, but a question starting with "hang" never gets a decision."""
-
-    name = "hanging"
-
-    def __init__(self) -> None:
-        self._inner = OfflinePlanner()
-
-    async def decide(self, view: PlannerView) -> Decision:
-        if view.question.startswith("hang"):
-            await asyncio.sleep(600)
-        return await self._inner.decide(view)
-
-
-def _demo_index(root: Path) -> None:
-    index = CorpusIndex(root, HashingEmbedder())
-    index.index_documents("demo", DOCS)
-    index.close()
 
 
 async def _poll(check: Callable[[], Awaitable[bool]]) -> None:
@@ -74,7 +47,7 @@ async def test_runs_spread_over_replicas_and_stream_from_another_process_with_re
     ray: Any, tmp_path: Path,
 ) -> None:
     root = tmp_path / "idx"
-    _demo_index(root)
+    demo_index(root)
     assert REDIS_URL is not None
     prefix = f"test-{uuid.uuid4().hex}:"
     stores = functools.partial(RedisRunStore, REDIS_URL, prefix=prefix)
@@ -122,7 +95,7 @@ async def test_a_dead_replica_leaves_its_run_interrupted_and_new_runs_go_to_the_
     ray: Any, tmp_path: Path,
 ) -> None:
     root = tmp_path / "idx"
-    _demo_index(root)
+    demo_index(root)
     assert REDIS_URL is not None
     prefix = f"test-{uuid.uuid4().hex}:"
     # a short lease, so the survivor's sweep finds the dead replica's lapsed one soon
@@ -158,7 +131,7 @@ async def test_cancelling_through_the_pool_ends_the_run_on_its_replica(
     ray: Any, tmp_path: Path,
 ) -> None:
     root = tmp_path / "idx"
-    _demo_index(root)
+    demo_index(root)
     assert REDIS_URL is not None
     prefix = f"test-{uuid.uuid4().hex}:"
     stores = functools.partial(RedisRunStore, REDIS_URL, prefix=prefix)
