@@ -15,7 +15,8 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+import threading
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -500,12 +501,14 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
         if config.resume_interrupted and interrupted:
             resumed = await manager.resume_all(interrupted, app[AUTH_KEY].tenant)
             log.info("resumed %d of %d interrupted run(s)", len(resumed), len(interrupted))
+        stop_building = threading.Event()
         if own_engine and config.build_default_corpus and \
                 STDLIB_COLLECTION in config.default_collections and \
                 not run_engine.index.exists(STDLIB_COLLECTION):
             log.info("indexing the standard-library docs in the background (first start only)")
             app[CORPUS_TASK_KEY] = asyncio.get_running_loop().create_task(
-                asyncio.to_thread(run_engine.ensure_stdlib_corpus), name="default-corpus")
+                asyncio.to_thread(run_engine.ensure_stdlib_corpus, _stoppable(stop_building)),
+                name="default-corpus")
         elif own_engine:
             # load the embedding model off the event loop before the first run needs it
             await asyncio.to_thread(run_engine.warm_up)
@@ -518,7 +521,8 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
             yield
         finally:
             building = app.get(CORPUS_TASK_KEY)
-            if building is not None:  # a thread cannot be cancelled: let it finish
+            if building is not None:  # a thread cannot be cancelled: ask it to stop
+                stop_building.set()  # at its next batch; what it embedded stays cached
                 with contextlib.suppress(Exception):
                     await building
             await manager.aclose()  # every tenant's runs, whichever engine runs them
@@ -568,3 +572,21 @@ def _mount_extras(app: web.Application) -> None:
     add_web_routes(app)
     app.add_routes(collection_routes)
     mount_tasks(app)
+
+
+class CorpusBuildStopped(Exception):
+    """The server is shutting down: the first-start indexing stops before it writes."""
+
+
+def _stoppable(stop: threading.Event) -> Callable[[int, int, str], None]:
+    """A build progress callback that ends the build once ``stop`` is set.
+
+    Only while chunking and embedding: a build stopped there has written nothing
+    (its vectors so far stay in the embedding cache, so the next start goes on
+    from them); once it writes, it finishes.
+    """
+    def progress(done: int, total: int, stage: str) -> None:
+        if stop.is_set() and stage in ("chunk", "embed"):
+            raise CorpusBuildStopped("the server is shutting down")
+
+    return progress
