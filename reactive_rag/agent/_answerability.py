@@ -9,14 +9,16 @@ evidence answers the question when
    (its title counts: a passage is *about* what it is titled after);
 2. enough of the question's other content words occur in the passages that
    mention its subject (a passage about the right thing but another relation
-   does not answer); and
+   does not answer): one passage, or two linked ones (one names the other's
+   title, stem by stem); and
 3. a passage that bears on the question holds a value of the asked kind
    that the question does not already give (a year for "when", a number for
    "how many", a name for "who" / "where").
 
-Parts that are missing become the verdict's ``missing`` list and the follow-up
-searches that might find them. Pure and deterministic: it runs inside the
-state machine.
+A capitalised word that no passage holds and that is a common word misspelt
+("Eurpean") is a typo, not a named thing. Parts that are missing become the
+verdict's ``missing`` list and the follow-up searches that might find them.
+Pure and deterministic: it runs inside the state machine.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 
 from wordfreq import zipf_frequency
 
-from actors.text import content_terms, split_sentences, tokenize
+from actors.text import content_terms, split_sentences, stem, tokenize
 from streams import EvidenceChunk
 
 from ..run import Answerability
@@ -146,7 +148,7 @@ def analyse_question(question: str) -> QuestionNeeds:
     for word in tokenize(text):
         if word in _ASKING or len(word) < 2 or word in kind_nouns:
             continue
-        stems = content_terms(word)
+        stems = _question_terms(word)
         if not stems or stems[0] in in_entities or stems[0] in terms:
             continue
         terms.append(stems[0])
@@ -195,7 +197,41 @@ def _terms(chunk: EvidenceChunk) -> set[str]:
 def _stems(text: str) -> set[str]:
     """Content stems of ``text``, each also without its accents ("zürich" and "zurich")."""
     stems = set(content_terms(text))
+    stems |= {t for w in tokenize(text) if (t := _irregular(w))}
     return stems | {_fold(t) for t in stems}
+
+
+@functools.lru_cache(maxsize=65536)
+def _irregular(word: str) -> str:
+    """The stem of the verb that ``word`` is an irregular form of ("fought": "fight"), or "".
+
+    The stemmer keeps "fought" and "fight" apart; a question asking who
+    "fought" is answered by a passage saying "fighting". A word that is a
+    lemma itself ("born", "found", "left") stays as it is.
+    """
+    if len(word) < 3 or not word.isalpha():
+        return ""
+    lemmas = _lemmas(word)
+    if not lemmas or any(word in forms for forms in lemmas.values()):
+        return ""
+    verbs = lemmas.get("VERB", ())
+    verb = content_terms(verbs[0]) if verbs else []
+    own = content_terms(word)
+    return verb[0] if verb and own and verb[0] != own[0] else ""
+
+
+def _lemmas(word: str) -> dict[str, tuple[str, ...]]:
+    """``word``'s dictionary forms by part of speech (lemminflect's bundled lexicon)."""
+    from lemminflect import getAllLemmas  # imported on first use: it loads its lexicon
+
+    lemmas: dict[str, tuple[str, ...]] = getAllLemmas(word)
+    return lemmas
+
+
+def _question_terms(word: str) -> list[str]:
+    """A question word's stems, an irregular verb form as its verb's ("fought": "fight")."""
+    irregular = _irregular(word)
+    return [irregular] if irregular else content_terms(word)
 
 
 def _mentions(chunk_terms: set[str], entity: str) -> bool:
@@ -237,7 +273,7 @@ def _weighted_terms(question: str) -> dict[str, float]:
     for word in tokenize(text):
         if word in _ASKING or len(word) < 2 or word in kind_nouns:
             continue
-        stems = content_terms(word)
+        stems = _question_terms(word)
         if stems:
             key = _fold(stems[0])
             out[key] = max(out.get(key, 0.0), _weight(word))
@@ -254,6 +290,32 @@ def _typos(question: str, seen: set[str]) -> set[str]:
             if zipf_frequency(w, "en") == 0 for t in content_terms(w) if _fold(t) not in seen}
 
 
+def _misspelt_names(entities: Sequence[str], seen: set[str]) -> set[str]:
+    """One-word "names" of the question that are a common word misspelt ("Eurpean").
+
+    A capitalised word that general English and every passage lack, one
+    letter away from a common word, is a typo, not a thing to look for.
+    """
+    return {e for e in entities if _CAP_WORD.fullmatch(e) and zipf_frequency(e, "en") == 0
+            and not {_fold(t) for t in content_terms(e)} & seen and _near_common(e.lower())}
+
+
+@functools.lru_cache(maxsize=4096)
+def _near_common(word: str) -> bool:
+    """A common English word is one edit from ``word`` (a letter dropped, added, changed or
+    two swapped)."""
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    edits = {a + b[1:] for a, b in splits if b}
+    edits |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    edits |= {a + ch + b[1:] for a, b in splits if b for ch in _LETTERS}
+    edits |= {a + ch + b for a, b in splits for ch in _LETTERS}
+    edits.discard(word)
+    return any(zipf_frequency(e, "en") >= _COMMON_ZIPF for e in edits)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_CAP_WORD = re.compile(r"[A-Z][a-z]{3,}")
+_COMMON_ZIPF = 4.0  # "european" 5.1, "hall" 4.9: words everyone spells
 # A word written in lower case, letters only ("eavery"; not "iPhone", "x86", "Leda").
 _LOWER_WORD = re.compile(r"(?<![\w'\u2019-])[a-z]{3,}(?![\w'\u2019-])")
 # "What year", "which city": the noun names the kind of answer, which a passage
@@ -386,11 +448,21 @@ _PAREN = re.compile(r"\s*\([^)]*\)\s*$")
 
 
 def _linked(a: EvidenceChunk, b: EvidenceChunk) -> bool:
-    """``a`` names what ``b`` is about (its title), or they are two parts of one document."""
+    """``a`` names what ``b`` is about (its title), or they are two parts of one document.
+
+    Compared stem by stem: a passage on a "management consultant" names the
+    page "Management consulting".
+    """
     if a.doc_id and a.doc_id == b.doc_id:
         return True
-    title = " ".join(tokenize(_PAREN.sub("", b.title or "")))
-    return bool(title) and f" {title} " in f" {' '.join(tokenize(a.text))} "
+    title = _stemmed(_PAREN.sub("", b.title or ""))
+    return bool(title) and f" {title} " in f" {_stemmed(a.text)} "
+
+
+@functools.lru_cache(maxsize=4096)
+def _stemmed(text: str) -> str:
+    """``text`` as its word stems joined by spaces (cached: a passage is linked many times)."""
+    return " ".join(stem(tokenize(text)))
 
 
 def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
@@ -402,12 +474,17 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     extra: list[str] = []
     chosen_ids = {c.id for c in chosen}
     terms_of = {c.id: _terms(c) for c in [*chosen, *held]}
-    for typo in _typos(question, set().union(*terms_of.values())):
+    seen = set().union(*terms_of.values())
+    misspelt = _misspelt_names(needs.entities, seen)  # "Eurpean": no name to look for
+    typos = _typos(question, seen) | {t for name in misspelt for t in content_terms(name)}
+    for typo in typos:
         weights[_fold(typo)] = _MIN_WEIGHT  # a misspelt word weighs as little as the commonest
     covered: list[str] = []
     missing: list[str] = []
     # 1. named things: each must be mentioned by a chosen passage (or a held one, added).
     for entity in needs.entities:
+        if entity in misspelt:
+            continue
         hit = any(_mentions(terms_of[c.id], entity) for c in pool)
         if not hit:
             more = [c for c in held if c.id not in chosen_ids and _mentions(terms_of[c.id], entity)]
@@ -447,7 +524,7 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     value = not wants_value or _value_sentence(needs.answer_type, question, weights, pool)
     if not value:
         missing.append(_VALUE_WORDS[needs.answer_type])
-    entities_ok = all(e in covered for e in needs.entities)
+    entities_ok = all(e in covered for e in needs.entities if e not in misspelt)
     terms_ok = share >= threshold
     if not terms_ok:
         missing.extend(a for a in absent if a not in missing)

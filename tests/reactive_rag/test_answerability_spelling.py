@@ -1,4 +1,4 @@
-"""The answerability judge reads a question as typed: accents, initials, typos, answer kinds."""
+"""The judge reads a question as typed: accents, initials, typos, verb forms, answer kinds."""
 
 from __future__ import annotations
 
@@ -54,3 +54,45 @@ def test_the_noun_naming_the_kind_of_answer_need_not_be_in_the_passage() -> None
     needs = analyse_question("In what city was the composer of the Tern Sonatas born?")
     assert "city" not in needs.words
     assert needs.answer_type == "where"
+
+
+HOUSE = chunk("h", "House of Vendle", (
+    "The House of Vendle is a European dynasty.  Its cadet branches include the Ostrander "
+    "family, which holds the title of counts of Marl."))
+
+
+def test_a_capitalised_common_word_misspelt_is_a_typo_not_a_name() -> None:
+    # "Eurpean" is no name to look for: "european" is one letter away and every passage
+    # lacks it.
+    question = "Which family is a cadet branch of the House of Vendle, a Eurpean dynasty?"
+    verdict = judge_answerability(question, [HOUSE])
+    assert "Eurpean" not in verdict.missing
+    assert verdict.verdict == "answerable"
+    # The same question about a passage on something else is still not answered.
+    assert judge_answerability(question, [SINGER]).verdict != "answerable"
+
+
+def test_an_unknown_name_far_from_any_word_is_still_looked_for() -> None:
+    # "Zorvathi" is no misspelling of a common word: a passage without it does not answer.
+    question = "Which family is a cadet branch of the House of Vendle, a Zorvathi dynasty?"
+    verdict = judge_answerability(question, [HOUSE])
+    assert "Zorvathi" in verdict.missing
+    assert verdict.verdict != "answerable"
+
+
+GROWER = chunk("v", "Aro Venn", (
+    "Aro Venn was a tulip grower.  In his youth he was fighting in the river war."))
+WATCHER = chunk("w", "Aro Venn", (
+    "Aro Venn was a tulip grower.  In his youth he was watching the river war."))
+
+
+def test_an_irregular_verb_form_counts_as_its_verb() -> None:
+    # "fought" is the past of "fighting": the passage covers the question's verb.
+    question = "Which tulip grower fought in the river war?"
+    verdict = judge_answerability(question, [GROWER])
+    assert "fought" in verdict.covered
+    assert verdict.verdict == "answerable"
+    # Another verb is not the one asked about.
+    verdict = judge_answerability(question, [WATCHER])
+    assert "fought" in verdict.missing
+    assert verdict.verdict != "answerable"
