@@ -4,7 +4,9 @@
 a Ray actor class (``ray.remote``) so this module imports no Ray. Its methods
 are ``async``, which makes it an *async* Ray actor: ``ray.cancel`` on a call
 cancels the handler's ``asyncio`` task mid-await, as a timeout or a run
-cancel does to a local handler.
+cancel does to a local handler. :meth:`ActorHost.handle` is an async
+generator, so Ray runs it as a *streaming* generator task: what the handler
+emits is yielded (as progress frames) while it runs, and the reply comes last.
 
 The hosted actor is built in the worker by a picklable factory (a class, a
 ``functools.partial``, a module-level function), not pickled from the run's
@@ -18,14 +20,16 @@ per worker process (again after a restart), ``on_stop`` at shutdown.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from streams import Claim, Event, Outcome, decode_msgpack
 
 from ._actor import Actor, error_info
-from ._ray_wire import Effect, Emit, Finish, RemoteReply, encode_reply
+from ._ray_wire import Emit, Finish, PackedEffect, RemoteReply, encode_frame, pack_effect
 
 __all__ = ["ActorHost", "describe_actor"]
 
@@ -45,21 +49,25 @@ def describe_actor(actor: Actor) -> dict[str, Any]:
 
 
 class _HostContext:
-    """The :class:`~actors.ActorContext` of one remote call: records, replays at home.
+    """The :class:`~actors.ActorContext` of one remote call: queues effects for the run.
 
     ``emit`` and ``finish`` cannot reach the run's stream from here; they are
-    recorded in order and replayed by the run's proxy when the call returns,
-    so emitted events arrive with the reply, not while the handler runs.
-    ``emit`` returns the event unstamped and ``finish`` returns ``True``
-    (the claim is only requested; the run decides).
+    packed at once (so an event that cannot cross fails the ``emit`` call, in
+    the handler, as a local publish error would) and queued in order for the
+    host to send; ``wake`` tells it there is something to send. Both may be
+    called from the handler's threads too (``asyncio.to_thread``). ``emit``
+    returns the event unstamped and ``finish`` returns ``True`` (the claim is
+    only requested; the run decides).
     """
 
-    __slots__ = ("_deadline", "_run_id", "effects")
+    __slots__ = ("_deadline", "_run_id", "_wake", "pending")
 
-    def __init__(self, run_id: str, remaining: float | None) -> None:
+    def __init__(self, run_id: str, remaining: float | None,
+                 wake: Callable[[], None] | None = None) -> None:
         self._run_id = run_id
         self._deadline = None if remaining is None else time.monotonic() + remaining
-        self.effects: list[Effect] = []
+        self._wake = wake
+        self.pending: deque[PackedEffect] = deque()
 
     @property
     def run_id(self) -> str:
@@ -67,9 +75,9 @@ class _HostContext:
 
     def emit(self, event: Event, cause: Event | int | None = None) -> Event | None:
         seq = cause.seq if isinstance(cause, Event) else cause
-        if seq is not None and event.cause is None:
+        if seq is not None and isinstance(event, Event) and event.cause is None:
             event = event.model_copy(update={"cause": seq})
-        self.effects.append(Emit(event))
+        self._queue(pack_effect(Emit(event)))
         return event
 
     def remaining(self) -> float | None:
@@ -79,8 +87,21 @@ class _HostContext:
 
     def finish(self, outcome: Outcome, *, reason: str = "", answer: str = "",
                claims: Sequence[Claim] = ()) -> bool:
-        self.effects.append(Finish(outcome, reason, answer, tuple(claims)))
+        self._queue(pack_effect(Finish(outcome, reason, answer, tuple(claims))))
         return True
+
+    def _queue(self, packed: PackedEffect) -> None:
+        self.pending.append(packed)
+        if self._wake is not None:
+            self._wake()
+
+    def take(self) -> list[PackedEffect]:
+        """The queued effects, oldest first, removed (safe against a thread appending)."""
+        pending = self.pending
+        out: list[PackedEffect] = []
+        while pending:
+            out.append(pending.popleft())
+        return out
 
 
 class ActorHost:
@@ -107,11 +128,56 @@ class ActorHost:
                 await self._actor.on_start(_HostContext("", None))
                 self._started = True
 
-    async def handle(self, request: bytes, run_id: str, remaining: float | None) -> bytes:
-        """Serve one request: the handler's effects, returned events or failure, packed."""
+    async def handle(self, request: bytes, run_id: str,
+                     remaining: float | None) -> AsyncIterator[bytes]:
+        """Serve one request: progress frames while the handler runs, then its reply frame.
+
+        The handler runs in a task of its own so this generator can yield what it
+        emits meanwhile; effects that pile up between two wake-ups go in one frame.
+        When Ray cancels the call, the cancel lands here and is passed on to the
+        handler, which is awaited before the cancel goes on.
+        """
         await self._ensure_started()
         msg = decode_msgpack(request)
+        loop = asyncio.get_running_loop()
+        loop_thread = threading.get_ident()
+        wake = asyncio.Event()
+
+        def poke() -> None:
+            if threading.get_ident() == loop_thread:
+                wake.set()
+            else:  # an emit from the handler's worker thread
+                loop.call_soon_threadsafe(wake.set)
+
+        ctx = _HostContext(run_id, remaining, poke)
+        task = asyncio.ensure_future(self._serve(msg, ctx))
+        task.add_done_callback(lambda _: wake.set())
+        try:
+            while not task.done():
+                await wake.wait()
+                wake.clear()
+                if not task.done() and ctx.pending:
+                    yield encode_frame(ctx.take())
+            reply = task.result()
+            yield encode_frame(ctx.take(), reply)
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.wait([task])  # (its cancel is its own; ours goes on after)
+
+    async def call(self, request: bytes, run_id: str, remaining: float | None) -> bytes:
+        """Serve one request in one reply frame (what the handler emitted travels with it).
+
+        The plain Ray call: cheaper per hop than :meth:`handle`'s stream (~0.5 ms
+        of the caller's CPU), for actors whose emitted events need not be live.
+        """
+        await self._ensure_started()
         ctx = _HostContext(run_id, remaining)
+        reply = await self._serve(decode_msgpack(request), ctx)
+        return encode_frame(ctx.take(), reply)
+
+    async def _serve(self, msg: Event, ctx: _HostContext) -> RemoteReply:
+        """The handler's outcome as a reply (effects travel apart, through ``ctx``)."""
         try:
             out = await self._actor.on_receive(msg, ctx)
         except Exception as exc:  # answered like a local handler's failure
@@ -119,10 +185,8 @@ class ActorHost:
                 failure = self._actor.on_failure(msg, exc)
             except Exception as hook_exc:
                 failure = Actor.on_failure(self._actor, msg, hook_exc)
-            return encode_reply(RemoteReply(effects=tuple(ctx.effects), error=error_info(exc),
-                                            failure=failure))
-        return encode_reply(RemoteReply(effects=tuple(ctx.effects),
-                                        out=None if out is None else tuple(out)))
+            return RemoteReply(error=error_info(exc), failure=failure)
+        return RemoteReply(out=None if out is None else tuple(out))
 
     async def cpu_seconds(self) -> float:
         """CPU time this worker process used so far (every thread: the model's too)."""

@@ -184,6 +184,17 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
+def _machine_busy_s() -> float | None:
+    """CPU seconds every process on the machine used so far (Linux ``/proc/stat``; else None)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            ticks = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0)  # idle + iowait
+    return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     reqs = make_requests(data_dir(args.data), args.runs, args.chars)
     warm = reqs[: args.concurrency]
@@ -196,6 +207,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     both_busy: list[float] = []
     cpu_per_run: list[float] = []  # worker CPU seconds per run (1 worker)
     cores_got: list[float] = []  # CPU the 2 workers got, in cores (CPU seconds / wall seconds)
+    driver_cpu: list[float] = []  # this process's CPU seconds per run (2 workers)
+    machine_cores: list[float] = []  # CPU the whole machine used, in cores (2 workers)
     await batch(local_actor, warm, args.concurrency, "warm")
     # Placements are started per round (a 2-CPU cluster holds 2 one-CPU replicas at once).
     for rnd in range(args.rounds):
@@ -209,11 +222,17 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             await batch(p2.actor, warm, args.concurrency, f"w2-{rnd}")
             sampler = asyncio.create_task(busy_share(p2))
             cpu0 = await p2.cpu_seconds()
+            machine0, driver0 = _machine_busy_s(), time.process_time()
             results["ray2"].append(await batch(p2.actor, reqs, args.concurrency, f"r2-{rnd}"))
+            driver_cpu.append((time.process_time() - driver0) / len(reqs))
+            machine1 = _machine_busy_s()
             cpu = sum(await p2.cpu_seconds()) - sum(cpu0)
             sampler.cancel()
             both_busy.append(await sampler)
-            cores_got.append(cpu * results["ray2"][-1]["runs_per_s"] / len(reqs))
+            per_wall_s = results["ray2"][-1]["runs_per_s"] / len(reqs)  # 1 / the batch's wall
+            cores_got.append(cpu * per_wall_s)
+            if machine0 is not None and machine1 is not None:
+                machine_cores.append((machine1 - machine0) * per_wall_s)
     same = all(r["answers"] == results["local"][0]["answers"]
                for rs in results.values() for r in rs)
 
@@ -241,6 +260,10 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     out["ray2_both_workers_busy"] = statistics.median(both_busy)
     out["worker_cpu_ms_per_run"] = statistics.median(cpu_per_run) * 1e3
     out["ray2_cores_used"] = statistics.median(cores_got)
+    out["ray2_driver_cpu_ms_per_run"] = statistics.median(driver_cpu) * 1e3
+    # the machine's busy cores during the 2-worker batches (None off Linux); what is
+    # neither the workers nor this process is Ray's daemons and every other job
+    out["ray2_machine_cores_busy"] = statistics.median(machine_cores) if machine_cores else None
     out["ray1_vs_local"] = out["runs_per_s_ray1"] / out["runs_per_s_local"]
     out["local_hop_ms_p50"] = statistics.median(local_hops)
     out["remote_hop_total_ms_p50"] = statistics.median(remote_hops)
@@ -288,6 +311,15 @@ def print_table(o: dict[str, Any]) -> None:
     print(f"worker time per run (1 / ray1 runs/s): {o['worker_ms_per_run']:.0f} ms wall, "
           f"{o['worker_cpu_ms_per_run']:.0f} ms CPU; the 2 workers got "
           f"{o['ray2_cores_used']:.2f} cores between them")
+    driver_cores = o["ray2_driver_cpu_ms_per_run"] / 1e3 * o["runs_per_s_ray2"]
+    line = (f"2 workers: this process (the runs and Ray's driver side) used "
+            f"{o['ray2_driver_cpu_ms_per_run']:.1f} ms CPU per run ({driver_cores:.2f} cores)")
+    machine = o["ray2_machine_cores_busy"]
+    if machine is not None:
+        rest = machine - o["ray2_cores_used"] - driver_cores
+        line += (f"; the machine was busy {machine:.2f} of {o['cpus']} cores, "
+                 f"{rest:.2f} of them neither the workers nor this process")
+    print(line)
     if o["cpus"] <= 2:
         print("note: 2 Ray workers here share 2 cores with the driver, Ray's daemons and other "
               "jobs; the speedup is a floor for 2 real nodes, not a forecast.")

@@ -112,6 +112,7 @@ class MiniLMEmbedder:
         self._sess: Any = sess
         self._inputs = {i.name for i in sess.get_inputs()}
         self._batch_size = batch_size
+        self.intra_op_threads = intra_op_threads
         self.model_path = model
         self.tokenizer_path = tok_path
 

@@ -119,3 +119,51 @@ class BrokenActor(RerankerActor):
 
 def broken_reranker() -> BrokenActor:
     return BrokenActor(Reranker(HashingEmbedder()))
+
+
+class LiveActor(Actor):
+    """Emits while it runs, from the loop and from a thread; waits for the test's go.
+
+    Every query first emits ``started`` and three ``thread-i`` deltas (from a
+    worker thread), then: ``wait`` waits for the ``go`` file, emits ``resumed``
+    and answers; ``hang`` sleeps until cancelled (recording the cancel in
+    ``marker``); ``die`` waits for ``go`` and kills its worker process; ``bad``
+    emits an event that cannot cross (an int beyond 64 bits); ``not-event``
+    emits a string.
+    """
+
+    name = "live"
+    handles = ("rerank.requested",)
+    concurrency = 4
+    timeout_s: float | None = None
+
+    def __init__(self, folder: str, timeout_s: float | None = None) -> None:
+        self.folder = Path(folder)
+        self.timeout_s = timeout_s
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        assert isinstance(msg, RerankRequested)
+        ctx.emit(AnswerDelta(text="started"), cause=msg)
+        await asyncio.to_thread(
+            lambda: [ctx.emit(AnswerDelta(text=f"thread-{i}"), cause=msg) for i in range(3)])
+        if msg.query == "hang":
+            try:
+                await asyncio.sleep(60)
+            except asyncio.CancelledError:
+                (self.folder / "cancelled").write_text(f"cancelled {msg.call_id}")
+                raise
+        elif msg.query == "bad":
+            ctx.emit(RerankCompleted(call_id=msg.call_id, query="x", below_floor=2**70))
+        elif msg.query == "not-event":
+            ctx.emit("not an event")  # type: ignore[arg-type]
+        else:
+            go = self.folder / f"go-{msg.call_id}"
+            async with asyncio.timeout(60):  # (a file: the test runs in another process)
+                while True:
+                    if go.exists():
+                        break
+                    await asyncio.sleep(0.01)
+            if msg.query == "die":
+                os._exit(1)
+            ctx.emit(AnswerDelta(text="resumed"), cause=msg)
+        return [RerankCompleted(call_id=msg.call_id, query=msg.query)]

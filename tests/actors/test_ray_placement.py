@@ -132,7 +132,7 @@ async def test_remote_reranker_publishes_the_same_events_as_local(ray: Any) -> N
     assert completed[0].chunks, "the remote reranker kept no chunk"
 
 
-async def test_events_emitted_remotely_replay_before_the_reply(ray: Any) -> None:
+async def test_events_emitted_remotely_come_before_the_reply_as_locally(ray: Any) -> None:
     local = await _serve(streaming_reranker(), _request(), answers={"rerank.completed"})
     async with RayPlacement(streaming_reranker, SMALL) as placement:
         remote = await _serve(placement.actor(), _request(), answers={"rerank.completed"})
@@ -263,6 +263,10 @@ def test_options_from_config_reject_unknown_keys() -> None:
         RayOptions.from_mapping({"num_gpu": 1})
     with pytest.raises(ValueError, match="replicas"):
         RayOptions(replicas=0)
+    assert RayOptions().live_events is False  # emitted events travel with the reply
+    assert RayOptions.from_mapping({"live_events": True}).live_events is True
+    with pytest.raises(ValueError, match="live_events must be true or false"):
+        RayOptions.from_mapping({"live_events": "yes"})
 
 
 async def test_a_request_after_shutdown_fails_plainly_instead_of_restarting(ray: Any) -> None:

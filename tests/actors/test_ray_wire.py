@@ -5,11 +5,22 @@ from __future__ import annotations
 import msgpack
 import pytest
 
-from actors._ray_wire import Emit, Finish, RemoteReply, decode_reply, encode_reply
+from actors._ray_wire import (
+    Emit,
+    Finish,
+    Progress,
+    RemoteReply,
+    decode_frame,
+    decode_reply,
+    encode_frame,
+    encode_reply,
+    pack_effect,
+)
 from streams import (
     AnswerDelta,
     Claim,
     DecodeError,
+    EncodeError,
     ErrorInfo,
     EvidenceChunk,
     RerankCompleted,
@@ -46,3 +57,22 @@ def test_bytes_that_are_not_a_reply_are_refused() -> None:
                                "failure": None})
     with pytest.raises(DecodeError):
         decode_reply(bad_event)
+
+
+def test_progress_frames_carry_effects_and_are_told_from_the_reply() -> None:
+    packed = [pack_effect(Emit(AnswerDelta(text="scoring", cause=4))),
+              pack_effect(Finish("answered", reason="done"))]
+    progress = decode_frame(encode_frame(packed))
+    assert progress == Progress((Emit(AnswerDelta(text="scoring", cause=4)),
+                                 Finish("answered", reason="done")))
+    reply = decode_frame(encode_frame(packed[:1], RemoteReply(out=())))
+    assert reply == RemoteReply(effects=(Emit(AnswerDelta(text="scoring", cause=4)),), out=())
+    with pytest.raises(ValueError, match="progress frame"):
+        decode_reply(encode_frame(packed))
+
+
+def test_an_effect_that_cannot_cross_is_refused_when_packed() -> None:
+    with pytest.raises(EncodeError, match=r"cannot encode 'rerank\.completed'"):
+        pack_effect(Emit(RerankCompleted(call_id="x", query="q", below_floor=2**70)))
+    with pytest.raises(TypeError, match="takes an Event, got dict"):
+        pack_effect(Emit({"type": "answer.delta"}))  # type: ignore[arg-type]

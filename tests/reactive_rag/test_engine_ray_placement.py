@@ -111,6 +111,23 @@ def test_minilm_travels_as_a_recipe_with_its_cache_path(tmp_path: Path) -> None:
     assert portable_embedder(hashing) is hashing
 
 
+@pytest.mark.slow
+def test_a_recipe_built_on_a_worker_uses_the_cpus_ray_reserved_for_it(ray: Any) -> None:
+    model = MiniLMEmbedder()
+    recipe = portable_embedder(model)
+    assert isinstance(recipe, MiniLMRecipe)
+
+    @ray.remote(num_cpus=1)
+    def threads_on_worker(r: MiniLMRecipe) -> int:
+        built = r.build()
+        assert isinstance(built, MiniLMEmbedder)
+        return built.intra_op_threads
+
+    # two one-CPU workers on two cores must not run two threads each
+    assert ray.get(threads_on_worker.remote(recipe), timeout=120) == 1
+    assert model.intra_op_threads == 2  # outside a worker: the default
+
+
 def test_a_custom_reranker_cannot_be_placed_by_name() -> None:
     with pytest.raises(ValueError, match="not a `reranker=` of your own"):
         parse_placement({"reranker": "ray"}, custom_reranker=True)
