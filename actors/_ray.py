@@ -41,7 +41,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Self
 
@@ -172,6 +172,13 @@ class RayOptions:
             raise ValueError(f"unknown Ray placement options {sorted(unknown)}; "
                              f"known: {sorted(known)}")
         return cls(**dict(data))
+
+
+@dataclass(slots=True)
+class _Call:
+    """Whether a remote call got its reply (else leaving it cancels it remotely)."""
+
+    answered: bool = False
 
 
 @dataclass(slots=True)
@@ -370,24 +377,28 @@ class RayPlacement:
             RemoteActorDied: the replica died (or was restarting) mid-call.
             RemoteCallFailed: the call was cancelled remotely or a frame did not decode.
         """
-        ray = ray_module()
+        ray_module()  # without Ray: the install hint, before anything else
         if self._described is None:
             if self._closed:
                 raise RemoteCallFailed(f"the placement of {self.name!r} was shut down")
             await self.start()
         replica = self._pick()
         if not self.options.live_events:
-            return await self._call_once(replica, msg, run_id, remaining)
+            ref = replica.handle.call.remote(encode_msgpack(msg), run_id, remaining)
+            with self._remote_call(replica, ref) as call:
+                data = await ref
+                call.answered = True
+            frame = self._decode(data)
+            if not isinstance(frame, RemoteReply):
+                raise RemoteCallFailed(f"remote actor {self.name!r} sent progress, not a reply")
+            return frame
         frames = replica.handle.handle.remote(encode_msgpack(msg), run_id, remaining)
-        replica.in_flight += 1
-        replica.calls += 1
         kept: list[Effect] = []
-        answered = False
-        try:
+        with self._remote_call(replica, frames) as call:
             async for ref in frames:
                 frame = self._decode(await ref)
                 if isinstance(frame, RemoteReply):
-                    answered = True
+                    call.answered = True
                     if on_effects is None:
                         return replace(frame, effects=(*kept, *frame.effects))
                     return frame
@@ -396,35 +407,18 @@ class RayPlacement:
                 else:
                     on_effects(frame.effects)
             raise RemoteCallFailed(f"remote actor {self.name!r} ended the call without a reply")
-        except ray.exceptions.RayActorError as exc:
-            raise RemoteActorDied(f"remote actor {self.name!r} died mid-call: "
-                                  f"{_first_line(exc)}") from exc
-        except ray.exceptions.RayError as exc:
-            raise RemoteCallFailed(f"remote call to {self.name!r} failed: "
-                                   f"{_first_line(exc)}") from exc
-        finally:
-            replica.in_flight -= 1
-            if not answered:
-                # a timeout, the deadline, the run's cancel, a bad frame: stop the handler
-                # (and never let a failing cancel turn this exit into something else)
-                with contextlib.suppress(Exception):
-                    ray.cancel(frames)
 
-    async def _call_once(self, replica: _Replica, msg: Event, run_id: str,
-                         remaining: float | None) -> RemoteReply:
-        """One plain Ray call answered by one reply frame (``live_events`` off)."""
+    @contextlib.contextmanager
+    def _remote_call(self, replica: _Replica, ref: Any) -> Iterator[_Call]:
+        """One call in flight on ``replica``: Ray's failures as ours, and a call left
+        unanswered (a timeout, the deadline, the run's cancel, a bad frame) cancelled
+        remotely, so the handler stops (a failing cancel never replaces the exit)."""
         ray = ray_module()
-        ref = replica.handle.call.remote(encode_msgpack(msg), run_id, remaining)
         replica.in_flight += 1
         replica.calls += 1
+        call = _Call()
         try:
-            data = await ref
-        except asyncio.CancelledError:
-            # a timeout, the deadline or the run's cancel: stop the handler (and never let
-            # a failing cancel turn this cancellation into something else)
-            with contextlib.suppress(Exception):
-                ray.cancel(ref)
-            raise
+            yield call
         except ray.exceptions.RayActorError as exc:
             raise RemoteActorDied(f"remote actor {self.name!r} died mid-call: "
                                   f"{_first_line(exc)}") from exc
@@ -433,10 +427,9 @@ class RayPlacement:
                                    f"{_first_line(exc)}") from exc
         finally:
             replica.in_flight -= 1
-        frame = self._decode(data)
-        if not isinstance(frame, RemoteReply):
-            raise RemoteCallFailed(f"remote actor {self.name!r} sent progress, not a reply")
-        return frame
+            if not call.answered:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref)
 
     def _decode(self, data: bytes) -> Progress | RemoteReply:
         try:
