@@ -315,8 +315,6 @@ class Engine:
         self._compression = web_compression
         self._judge = judge
         self._entailment = entailment
-        self._support_head: EmbeddingSupport | None = None
-        self._support_head_built = False
         self._scraper: Callable[[], ScraperActor] = scraper or ScraperActor
         self._runs: dict[str, RunHandle] = {}
         self._observers = tuple(observers)
@@ -365,7 +363,7 @@ class Engine:
         assert self._embedder is not None
         return self._embedder
 
-    @property
+    @functools.cached_property
     def support_head(self) -> EmbeddingSupport | None:
         """The verifier's embedding factor on the support score, built once per engine.
 
@@ -373,13 +371,11 @@ class Engine:
         for (then the lexical score alone), or when a user's entailment model
         judges the claims (it overrides the head).
         """
-        if not self._support_head_built:
-            embedder = self.embedder  # not through the disk cache: flipped texts are not corpus
-            inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
-            self._support_head = (None if self._entailment is not None
-                                  else EmbeddingSupport.for_embedder(inner))
-            self._support_head_built = True
-        return self._support_head
+        if self._entailment is not None:
+            return None
+        embedder = self.embedder  # not through the disk cache: flipped texts are not corpus
+        inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+        return EmbeddingSupport.for_embedder(inner)
 
     @property
     def reranker(self) -> Reranker:

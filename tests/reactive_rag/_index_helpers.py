@@ -1,7 +1,8 @@
-"""Shared helpers of the corpus-index tests (a counting embedder, small corpora)."""
+"""Shared helpers of the corpus-index tests (a counting embedder, small corpora, the CLI)."""
 
 from __future__ import annotations
 
+import argparse
 import threading
 from collections.abc import Sequence
 
@@ -9,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from actors.models import HashingEmbedder
+from reactive_rag import _cli_index
 from reactive_rag.index import Document
 
 
@@ -70,3 +72,13 @@ def long_doc(doc_id: str = "long", paragraphs: int = 12) -> Document:
             )
         )
     return Document(id=doc_id, text="\n\n".join(sentences), title="Long document")
+
+
+def run_index_cli(argv: list[str]) -> int:
+    """``reactive-rag index``/``search`` in process: the parser the CLI registers, its exit code."""
+    parser = argparse.ArgumentParser(prog="reactive-rag")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _cli_index.add_index_commands(sub)
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code

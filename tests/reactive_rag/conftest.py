@@ -35,3 +35,13 @@ def _own_run_store_home(tmp_path_factory: pytest.TempPathFactory,
                         monkeypatch: pytest.MonkeyPatch) -> None:
     """``reactive-rag ask`` keeps its runs in ``$REACTIVE_RAG_HOME/runs.db``: never the user's."""
     monkeypatch.setenv("REACTIVE_RAG_HOME", str(tmp_path_factory.mktemp("home")))
+
+
+@pytest.fixture
+def hashing_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index CLI builds its own CorpusIndex; give it the fast deterministic embedder."""
+    from reactive_rag.index import _index
+
+    from ._index_helpers import CountingEmbedder
+
+    monkeypatch.setattr(_index, "default_embedder", lambda root: CountingEmbedder())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -10,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from reactive_rag import _cli_index
 from reactive_rag.index import (
     ChunkingConfig,
     CorpusIndex,
@@ -21,7 +19,7 @@ from reactive_rag.index import (
     stdlib_documents,
 )
 
-from ._index_helpers import CountingEmbedder
+from ._index_helpers import CountingEmbedder, run_index_cli
 
 
 @pytest.fixture
@@ -122,48 +120,32 @@ def test_stdlib_corpus_answers_known_queries(tmp_path: Path) -> None:
             assert top == gold or top.startswith(f"{gold}."), query
 
 
-def _run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="reactive-rag")
-    sub = parser.add_subparsers(dest="command", required=True)
-    _cli_index.add_index_commands(sub)
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
-    return code
-
-
-@pytest.fixture
-def hashing_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The CLI builds its own CorpusIndex; give it the fast deterministic embedder.
-    from reactive_rag.index import _index
-
-    monkeypatch.setattr(_index, "default_embedder", lambda root: CountingEmbedder())
-
-
 def test_cli_index_and_search(folder: Path, tmp_path: Path, hashing_default: None,
                               capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "idx"
-    assert _run(["index", str(folder), "--collection", "mine", "--root", str(root),
+    assert run_index_cli(["index", str(folder), "--collection", "mine", "--root", str(root),
                  "--json"]) == 0
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["documents"] == 3 and report["generation"] == 1
-    assert _run(["search", "paddle strokes", "--collection", "mine", "--root", str(root),
+    assert run_index_cli(["search", "paddle strokes", "--collection", "mine", "--root", str(root),
                  "-k", "2", "--json"]) == 0
     results = json.loads(capsys.readouterr().out)
     assert results[0]["doc_id"] == "guide.md" and results[0]["rank"] == 1
     assert results[0]["url"].startswith("file://") and results[0]["score"] > 0
-    assert _run(["search", "paddle strokes", "--collection", "mine", "--root", str(root)]) == 0
+    assert run_index_cli(["search", "paddle strokes", "--collection", "mine",
+                          "--root", str(root)]) == 0
     out = capsys.readouterr().out
     assert "guide.md#0" in out and "Paddle" in out
 
 
 def test_cli_reports_errors_with_exit_code(tmp_path: Path, hashing_default: None,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(["search", "x", "--collection", "nope", "--root", str(tmp_path)]) == 2
+    assert run_index_cli(["search", "x", "--collection", "nope", "--root", str(tmp_path)]) == 2
     assert "collection 'nope'" in capsys.readouterr().err
-    assert _run(["index", str(tmp_path / "missing"), "--collection", "c",
+    assert run_index_cli(["index", str(tmp_path / "missing"), "--collection", "c",
                  "--root", str(tmp_path)]) == 2
     assert "no such file" in capsys.readouterr().err
-    assert _run(["search", "x", "--since", "soon", "--root", str(tmp_path)]) == 2
+    assert run_index_cli(["search", "x", "--since", "soon", "--root", str(tmp_path)]) == 2
 
 
 def test_chunking_config_is_part_of_the_reuse_key(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ are the real command with its real embedder.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -20,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from reactive_rag import _cli_index
 from reactive_rag._cli_index_progress import estimate_line, format_duration
 from reactive_rag.index import (
     DEFAULT_EMBED_RATE,
@@ -33,7 +31,7 @@ from reactive_rag.index import (
     save_embed_rate,
 )
 
-from ._index_helpers import CountingEmbedder
+from ._index_helpers import CountingEmbedder, run_index_cli
 
 REPO = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06\x00\x00\x00"
@@ -217,30 +215,15 @@ def test_nothing_indexable_keeps_an_existing_collection(disk: Path, tmp_path: Pa
 # --- the command ------------------------------------------------------------------------
 
 
-def _run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="reactive-rag")
-    sub = parser.add_subparsers(dest="command", required=True)
-    _cli_index.add_index_commands(sub)
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
-    return code
-
-
-@pytest.fixture
-def hashing_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    from reactive_rag.index import _index
-
-    monkeypatch.setattr(_index, "default_embedder", lambda root: CountingEmbedder())
-
-
 def test_cli_default_adds_and_sync_removes(disk: Path, tmp_path: Path, hashing_default: None,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     root = str(tmp_path / "idx")
-    assert _run(["index", str(disk / "raft.md"), "-c", "c", "--root", root, "-q"]) == 0
-    assert _run(["index", str(disk / "sub"), "-c", "c", "--root", root, "-q", "--json"]) == 0
+    assert run_index_cli(["index", str(disk / "raft.md"), "-c", "c", "--root", root, "-q"]) == 0
+    assert run_index_cli(["index", str(disk / "sub"), "-c", "c", "--root", root, "-q",
+                          "--json"]) == 0
     added = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert (added["documents"], added["added"], added["removed"]) == (2, 1, 0)
-    assert _run(["index", str(disk / "sub"), "-c", "c", "--root", root, "-q", "--json",
+    assert run_index_cli(["index", str(disk / "sub"), "-c", "c", "--root", root, "-q", "--json",
                  "--sync"]) == 0
     synced = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert (synced["documents"], synced["removed"]) == (1, 1)
@@ -249,7 +232,7 @@ def test_cli_default_adds_and_sync_removes(disk: Path, tmp_path: Path, hashing_d
 def test_cli_lists_skipped_files_with_their_reason(disk: Path, tmp_path: Path,
                                                   hashing_default: None,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(["index", str(disk), "-c", "c", "--root", str(tmp_path / "idx"), "-q",
+    assert run_index_cli(["index", str(disk), "-c", "c", "--root", str(tmp_path / "idx"), "-q",
                  "--max-file-mb", "0.001"]) == 0
     out = capsys.readouterr().out
     assert "skipped 6 file(s)" in out
@@ -263,7 +246,7 @@ def test_cli_empty_folder_exits_2_and_leaves_no_collection(
         tmp_path: Path, hashing_default: None, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()
     root = tmp_path / "idx"
-    assert _run(["index", str(tmp_path / "empty"), "-c", "c", "--root", str(root)]) == 2
+    assert run_index_cli(["index", str(tmp_path / "empty"), "-c", "c", "--root", str(root)]) == 2
     assert "nothing to index" in capsys.readouterr().err
     assert not (root / "c").exists()
 
@@ -271,7 +254,7 @@ def test_cli_empty_folder_exits_2_and_leaves_no_collection(
 @pytest.mark.parametrize("bad", ["0", "-1", "lots"])
 def test_cli_refuses_a_bad_size_cap(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
-        _run(["index", ".", "-c", "c", "--max-file-mb", bad])
+        run_index_cli(["index", ".", "-c", "c", "--max-file-mb", bad])
     assert exc.value.code == 2 and "--max-file-mb" in capsys.readouterr().err
 
 
@@ -281,7 +264,7 @@ def test_a_large_job_is_announced_with_an_estimate(disk: Path, tmp_path: Path,
     root = tmp_path / "idx"
     # as if this machine had measured a very slow embedder: 4 chunks take minutes
     save_embed_rate(root, CountingEmbedder().name, 0.01)
-    assert _run(["index", str(disk), "-c", "c", "--root", str(root), "-q",
+    assert run_index_cli(["index", str(disk), "-c", "c", "--root", str(root), "-q",
                  "--max-file-mb", "0.001"]) == 0
     err = capsys.readouterr().err
     assert "warning: about to embed 4 chunks" in err and "measured on this machine" in err
@@ -293,7 +276,7 @@ def test_with_json_the_warning_goes_into_the_report_not_to_stderr(
         capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "idx"
     save_embed_rate(root, CountingEmbedder().name, 0.01)
-    assert _run(["index", str(disk), "-c", "c", "--root", str(root), "--json",
+    assert run_index_cli(["index", str(disk), "-c", "c", "--root", str(root), "--json",
                  "--max-file-mb", "0.001"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
