@@ -27,17 +27,22 @@ async def _gated_runs(client: Any, n: int, subscribe: int, slow: int
     """Start ``n`` runs held at their first decision, attach subscribers, release them.
 
     Returns how many slow subscribers were still reading when the last run had finished,
-    and what each subscriber read.
+    and what each subscriber read. A slow subscriber stops reading after its first event
+    until every run has finished, then reads on slowly: if a run waited for its readers,
+    the runs could never finish (``wait_all`` times out), whatever the machine's speed.
     """
     assert GatedPlanner.gate is not None
     ids = [await start_run(client) for _ in range(n)]
     subscribers: list[tuple[str, bool, asyncio.Task[Any]]] = []
     started = asyncio.Semaphore(0)
+    runs_done = asyncio.Event()
 
     async def subscriber(run_id: str, delay_s: float) -> Any:
         async with client.get(f"/v1/runs/{run_id}/events") as resp:
             first = await read_sse(resp, limit=1)
             started.release()
+            if delay_s:
+                await runs_done.wait()
             rest = await read_sse(resp, delay_s=delay_s)
             first.messages += rest.messages
             return first
@@ -50,8 +55,9 @@ async def _gated_runs(client: Any, n: int, subscribe: int, slow: int
     for _ in range(subscribe):
         await asyncio.wait_for(started.acquire(), 60)
     GatedPlanner.gate.set()
-    await client.app[MANAGER_KEY].wait_all()
+    await asyncio.wait_for(client.app[MANAGER_KEY].wait_all(), 90)
     reading = sum(is_slow and not task.done() for _, is_slow, task in subscribers)
+    runs_done.set()
     GatedPlanner.gate.clear()
     results = [(run_id, is_slow, await asyncio.wait_for(task, 60))
                for run_id, is_slow, task in subscribers]
