@@ -27,7 +27,7 @@ regression on the score's parts; the printed weights are what
 (:func:`fit_head`); ``--write-head`` writes those head numbers to
 ``reactive_rag/agent/data/support_head.json`` (or PATH): the same data and code
 give the same file. Embedding every pair takes minutes; ``--vector-cache``
-keeps the vectors in a SQLite file for the next run. ``--writer`` checks the
+keeps each pair's head features in a SQLite file for the next run. ``--writer`` checks the
 other side of the thresholds: how many of the extractive writer's claims on
 correct (gold) HotpotQA evidence the verifier keeps. :func:`support_aucs` is what
 ``bench/answers.py`` imports. :func:`evaluate_entailment` measures any
@@ -38,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import math
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -49,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from actors.models import Embedder
+    from actors.models import Embedder, TokenEmbedder
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -61,6 +63,7 @@ from reactive_rag.agent import (  # noqa: E402
     DEFAULT_SUPPORT_WEIGHTS,
     EmbeddingSupport,
     EntailmentModel,
+    HeadFeatures,
     SupportHeadError,
     SupportHeadWeights,
     SupportScore,
@@ -70,9 +73,11 @@ from reactive_rag.agent import (  # noqa: E402
 )
 
 __all__ = [
+    "CachedHead",
     "EntailmentReport",
     "Pair",
     "auc",
+    "cached_head",
     "climate_pairs",
     "data_root",
     "evaluate_entailment",
@@ -234,44 +239,99 @@ def support_aucs(data_dir: Path | None = None, *,
 
 
 # --------------------------------------------------------------------------- the head
-_BATCH = 512  # pairs embedded per call while measuring (progress stays visible)
+_BATCH = 128  # pairs embedded per call while measuring (token vectors: ~1.5 KB a piece)
+_FEATURES_KEY = "support-head/2 features, min over 3 flips"  # bump when head_features changes
 
 
-def _contrasts(pairs: Sequence[Pair], head: EmbeddingSupport) -> list[tuple[float, float]]:
+class CachedHead(EmbeddingSupport):
+    """The head with its per-pair features kept in a SQLite file between bench runs.
+
+    Embedding every pair's four texts takes minutes; the three features are
+    what the AUCs and the fit need, so they are what is cached (keyed by
+    model, feature version, statement and quote). Token vectors themselves
+    are kept only for ``cache_size`` texts, as in the engine.
+    """
+
+    def __init__(self, embedder: TokenEmbedder | Embedder,
+                 weights: SupportHeadWeights | None = None,
+                 path: str | os.PathLike[str] | None = None, *, cache_size: int = 1024) -> None:
+        super().__init__(embedder, weights, cache_size=cache_size)
+        self._db: sqlite3.Connection | None = None
+        self._known: dict[str, HeadFeatures] = {}
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, timeout=30)
+            self._db.execute("CREATE TABLE IF NOT EXISTS head_features "
+                             "(key TEXT PRIMARY KEY, s REAL, q REAL, f REAL)")
+            self._known = {k: HeadFeatures(s, q, f) for k, s, q, f in
+                           self._db.execute("SELECT key, s, q, f FROM head_features")}
+
+    def _key(self, statement: str, quote: str) -> str:
+        raw = "\x00".join((self.embedder.name, _FEATURES_KEY, statement, quote))
+        return hashlib.sha256(raw.encode()).hexdigest()
+
+    def prepare(self, pairs: Iterable[tuple[str, str]]) -> None:
+        super().prepare(p for p in pairs if self._key(*p) not in self._known)
+
+    def features(self, statement: str, quote: str) -> HeadFeatures:
+        key = self._key(statement, quote)
+        got = self._known.get(key)
+        if got is None:
+            got = self._known[key] = super().features(statement, quote)
+            if self._db is not None:
+                with self._db:
+                    self._db.execute("INSERT OR REPLACE INTO head_features VALUES (?, ?, ?, ?)",
+                                     (key, *got))
+        return got
+
+
+def _head_features(pairs: Sequence[Pair], head: EmbeddingSupport) -> list[HeadFeatures]:
+    out: list[HeadFeatures] = []
     for start in range(0, len(pairs), _BATCH):
-        head.prepare((p.statement, p.quote) for p in pairs[start : start + _BATCH])
-    return [head.contrasts(p.statement, p.quote) for p in pairs]
+        batch = pairs[start : start + _BATCH]
+        head.prepare((p.statement, p.quote) for p in batch)
+        out += [head.features(p.statement, p.quote) for p in batch]
+    return out
 
 
 def head_scores(pairs: Sequence[Pair], head: EmbeddingSupport) -> list[float]:
     """The verifier's score with the head: lexical score times the head's factor."""
-    return [head.rescore(s, p.statement, p.quote).score
-            for s, p in zip(_parts(pairs), pairs, strict=True)]
+    return [s.score * head.factor_of(f)
+            for s, f in zip(_parts(pairs), _head_features(pairs, head), strict=True)]
 
 
-def _measuring_head(embedder: Embedder, weights: SupportHeadWeights | None = None
-                    ) -> EmbeddingSupport:
-    w = weights or SupportHeadWeights(model=embedder.name, statement_flip=0.0, quote_flip=0.0,
-                                      reference=0.0)
-    return EmbeddingSupport(embedder, w, cache_size=1_000_000)
+def _measuring_head(embedder: TokenEmbedder | Embedder, weights: SupportHeadWeights | None = None,
+                    cache: str | os.PathLike[str] | None = None) -> CachedHead:
+    w = weights or SupportHeadWeights(model=embedder.name, statement_align=0.0, quote_align=0.0,
+                                      flip_agreement=0.0, reference=0.0)
+    return CachedHead(embedder, w, cache)
 
 
-def fit_head(pairs: Sequence[Pair], embedder: Embedder, *, l2: float = 0.1,
-             steps: int = 2000) -> SupportHeadWeights:
+def cached_head(cache: str | os.PathLike[str] | None = None) -> CachedHead:
+    """The shipped MiniLM head, its per-pair features cached in ``cache`` (what
+    ``bench/answers.py`` measures with)."""
+    from actors.models import MiniLMEmbedder
+
+    return CachedHead(MiniLMEmbedder(), load_support_head(), cache)
+
+
+def fit_head(pairs: Sequence[Pair], embedder: TokenEmbedder | Embedder, *, l2: float = 0.1,
+             steps: int = 2000, cache: str | os.PathLike[str] | None = None
+             ) -> SupportHeadWeights:
     """Fit the head's numbers on ``pairs`` (SciFact train): see ``_support_head``'s docstring.
 
-    Logistic regression of "supports" on ``-log(lexical score)``, ``s_flip`` and
-    ``q_flip`` (standardised; full-batch gradient descent from zeros: deterministic),
-    then the contrast coefficients in log-score units and the median over the
-    supporting pairs as the reference.
+    Logistic regression of "supports" on ``-log(lexical score)`` and the three
+    :class:`~reactive_rag.agent.HeadFeatures` (standardised; full-batch gradient
+    descent from zeros: deterministic), then the feature coefficients in
+    log-score units and the median over the supporting pairs as the reference.
+    Chosen by 5-fold cross-validation on train grouped by claim (bench/README.md).
     """
     import numpy as np
 
-    head = _measuring_head(embedder)
+    head = _measuring_head(embedder, cache=cache)
     lexical = [s.score for s in _parts(pairs)]
-    contrasts = _contrasts(pairs, head)
-    x = np.array([[-math.log(max(lex, 1e-4)), s, q]
-                  for lex, (s, q) in zip(lexical, contrasts, strict=True)])
+    x = np.array([[-math.log(max(lex, 1e-4)), *f]
+                  for lex, f in zip(lexical, _head_features(pairs, head), strict=True)])
     y = np.array([1.0 if p.supports else 0.0 for p in pairs])
     mean, std = x.mean(axis=0), x.std(axis=0)
     std[std == 0] = 1.0
@@ -285,11 +345,11 @@ def fit_head(pairs: Sequence[Pair], embedder: Embedder, *, l2: float = 0.1,
     raw = w / std
     if raw[0] >= 0:
         raise ValueError("the fit gives the lexical score no weight; refusing to write a head")
-    a, c = float(-raw[1] / raw[0]), float(-raw[2] / raw[0])
-    t = x[y == 1, 1] * a + x[y == 1, 2] * c
+    coef = [round(float(-r / raw[0]), 3) for r in raw[1:]]
+    t = x[y == 1, 1:] @ np.array(coef)
     return SupportHeadWeights(
-        model=embedder.name, statement_flip=round(a, 3), quote_flip=round(c, 3),
-        reference=round(float(np.median(t)), 4),
+        model=embedder.name, statement_align=coef[0], quote_align=coef[1],
+        flip_agreement=coef[2], reference=round(float(np.median(t)), 4),
         fitted_on=f"SciFact train, {len(pairs)} SUPPORT/CONTRADICT pairs "
                   "(bench/_support_auc.py --fit --head --write-head)")
 
@@ -457,14 +517,9 @@ def _table(figures: dict[str, float]) -> str:
     return "\n".join(lines)
 
 
-def _embedder(cache: str | None) -> Embedder:
-    from actors.models import CachedEmbedder, MiniLMEmbedder
-
-    model = MiniLMEmbedder()
-    return CachedEmbedder(model, cache) if cache else model
-
-
 def main(argv: Sequence[str] | None = None) -> int:
+    from actors.models import MiniLMEmbedder
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--data", default=None, help="data folder (default: ../shared/data)")
     parser.add_argument("--json", action="store_true", help="end with one JSON object")
@@ -476,7 +531,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="with --fit --head: write the refitted head's numbers here "
                              "(default: the shipped file)")
     parser.add_argument("--vector-cache", default=None, metavar="FILE",
-                        help="SQLite file caching the head's vectors between runs")
+                        help="SQLite file caching the head's per-pair features between runs")
     parser.add_argument("--writer", choices=("hashing", "minilm"), default=None,
                         help="also: share of the extractive writer's claims on HotpotQA gold "
                              "paragraphs that the verifier keeps (embedder for the writer)")
@@ -484,11 +539,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.write_head and not (args.fit and args.head):
         parser.error("--write-head needs --fit and --head")
     root = data_root(args.data)
-    embedder = _embedder(args.vector_cache) if args.head else None
+    embedder = MiniLMEmbedder() if args.head else None
     head: EmbeddingSupport | None = None
     if embedder is not None:
         try:
-            head = EmbeddingSupport(embedder, load_support_head(), cache_size=1_000_000)
+            head = CachedHead(embedder, load_support_head(), args.vector_cache)
         except SupportHeadError as exc:
             if not args.fit:
                 raise
@@ -499,8 +554,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(_table(figures))
     print(f"(ROC AUC; support vs contradiction; {elapsed:.1f} s for both sets)")
     if head is not None:
-        print(f"head: {head.embedded} texts embedded (4 per pair: statement, quote and "
-              f"their flips, deduplicated); weights {dataclasses.asdict(head.weights)}")
+        print(f"head: {head.embedded} texts embedded (statement, quote and their flips for "
+              f"each uncached pair, deduplicated); weights {dataclasses.asdict(head.weights)}")
     if args.fit:
         pairs = scifact_pairs(root)
         train = [p for p in pairs if p.split == "train"]
@@ -513,9 +568,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             te = _aucs_with(ws, test, _parts(test)) if test else float("nan")
             print(f"  {name:<9} train {tr:.3f}  test {te:.3f}")
         if embedder is not None:
-            weights = fit_head(train, embedder)
+            weights = fit_head(train, embedder, cache=args.vector_cache)
             print("\nhead fitted on SciFact train:", dataclasses.asdict(weights))
-            refit = _measuring_head(embedder, weights)
+            refit = _measuring_head(embedder, weights, args.vector_cache)
             for label, ps in (("train", train), ("test", test),
                               ("climate", climate_pairs(root))):
                 if ps:

@@ -201,19 +201,15 @@ def support_figures(data_dir: Path, cache_dir: Path, *, lexical_only: bool = Fal
 
     That is the lexical score times the MiniLM head (``support_auc_*``); the
     lexical score alone is ``lexical_auc_*``, the token-overlap baseline
-    ``overlap_auc_*``. The head's vectors are cached in ``cache_dir`` (the
-    first run embeds ~16k texts, minutes). ``lexical_only``: no head.
+    ``overlap_auc_*``. The head's per-pair features are cached in ``cache_dir``
+    (the first run embeds ~9k texts, minutes). ``lexical_only``: no head.
     """
-    from _support_auc import support_aucs  # bench/ sibling module
-
-    from actors.models import CachedEmbedder, MiniLMEmbedder
-    from reactive_rag.agent import EmbeddingSupport
+    from _support_auc import cached_head, support_aucs  # bench/ sibling module
 
     head = None
     if not lexical_only:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        vectors = CachedEmbedder(MiniLMEmbedder(), cache_dir / "support-vectors.sqlite")
-        head = EmbeddingSupport(vectors, cache_size=1_000_000)
+        head = cached_head(cache_dir / "support-features.sqlite")
     raw = support_aucs(data_dir, head=head)
     out: dict[str, float] = {}
     for key, value in raw.items():

@@ -44,6 +44,7 @@ from ._exceptions import (
 from ._hashing import HashingEmbedder
 from ._minilm import DEFAULT_TOKENIZER_PATH, MiniLMEmbedder
 from ._openai import OpenAIEmbedder
+from ._tokens import TokenEmbedder, TokenVectors
 
 __all__ = [
     "DEFAULT_TOKENIZER_PATH",
@@ -78,6 +79,8 @@ __all__ = [
     "OpenAIEmbedder",
     "RawToolCall",
     "SchemaToolChat",
+    "TokenEmbedder",
+    "TokenVectors",
     "Usage",
     "chat_url",
     "function_tool",

@@ -8,7 +8,7 @@ at run time, and a missing file raises :class:`ModelNotAvailable`.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from ._embedder import FloatMatrix
 from ._exceptions import ModelNotAvailable
+from ._tokens import TokenVectors
 
 __all__ = ["DEFAULT_TOKENIZER_PATH", "MiniLMEmbedder"]
 
@@ -124,19 +125,43 @@ class MiniLMEmbedder:
         """Unit-length 384-d vectors, one row per text, input order kept."""
         return self._embed(texts)
 
+    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+        """Sentence and word-piece vectors per text, from the same forward pass.
+
+        ``sentence`` equals the :meth:`embed_passages` row; ``tokens`` are the
+        last layer's unit-length word-piece vectors ([CLS] and [SEP] left out).
+        """
+        out: list[TokenVectors | None] = [None] * len(texts)
+        for batch, ids, hidden, mask in self._batches(texts):
+            pooled = _pool(hidden, mask)
+            for row, i in enumerate(batch):
+                n = len(ids[row])
+                pieces = hidden[row, 1 : max(1, n - 1)]
+                norms = np.linalg.norm(pieces, axis=1, keepdims=True)
+                norms[norms == 0] = 1.0
+                out[i] = TokenVectors(pooled[row], (pieces / norms).astype(np.float32))
+        return [v for v in out if v is not None]
+
     def _embed(self, texts: Sequence[str]) -> FloatMatrix:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for batch, _, hidden, mask in self._batches(texts):
+            out[batch] = _pool(hidden, mask)
+        return out
+
+    def _batches(self, texts: Sequence[str]) -> Iterator[
+            tuple[list[int], list[list[int]], FloatMatrix, npt.NDArray[np.int64]]]:
+        """(text indices, their token ids, last hidden states, attention mask) per batch."""
         if not texts:
-            return out
+            return
         encodings = self._tok.encode_batch(list(texts))
         ids_list: list[list[int]] = [e.ids for e in encodings]
         order = sorted(range(len(texts)), key=lambda i: len(ids_list[i]))
         for start in range(0, len(order), self._batch_size):
             batch = order[start : start + self._batch_size]
-            out[batch] = self._forward([ids_list[i] for i in batch])
-        return out
+            rows = [ids_list[i] for i in batch]
+            yield (batch, rows, *self._forward(rows))
 
-    def _forward(self, ids_rows: list[list[int]]) -> FloatMatrix:
+    def _forward(self, ids_rows: list[list[int]]) -> tuple[FloatMatrix, npt.NDArray[np.int64]]:
         width = max(1, max(len(r) for r in ids_rows))
         ids = np.zeros((len(ids_rows), width), dtype=np.int64)
         mask = np.zeros_like(ids)
@@ -146,10 +171,15 @@ class MiniLMEmbedder:
         feeds: dict[str, npt.NDArray[np.int64]] = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = np.asarray(self._sess.run(None, feeds)[0], dtype=np.float32)
-        m = mask[..., None].astype(np.float32)
-        pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        result: FloatMatrix = (pooled / norms).astype(np.float32)
-        return result
+        hidden: FloatMatrix = np.asarray(self._sess.run(None, feeds)[0], dtype=np.float32)
+        return hidden, mask
+
+
+def _pool(hidden: FloatMatrix, mask: npt.NDArray[np.int64]) -> FloatMatrix:
+    """Mean over the attention mask, then unit length (the sentence-transformers recipe)."""
+    m = mask[..., None].astype(np.float32)
+    pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: FloatMatrix = (pooled / norms).astype(np.float32)
+    return result

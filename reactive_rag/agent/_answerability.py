@@ -10,13 +10,18 @@ evidence answers the question when
 2. enough of the question's other content words occur in the passages that
    mention its subject (a passage about the right thing but another relation
    does not answer): one passage, or two linked ones (one names the other's
-   title, stem by stem); and
+   title, stem by stem), or the pages of two different named things of the
+   question (one titled after its thing, the other titled so or saying so in
+   its first sentence); and
 3. a passage that bears on the question holds a value of the asked kind
    that the question does not already give (a year for "when", a number for
    "how many", a name for "who" / "where").
 
 A capitalised word that no passage holds and that is a common word misspelt
-("Eurpean") is a typo, not a named thing. Parts that are missing become the
+("Eurpean") is a typo, not a named thing; so is one word of a longer name that
+a page's title spells one letter apart ("Orsley Hal War Memorial"). A
+lifespan in brackets says "born" and "died", "Western" is "West", and "the
+16th century" or "the 1990s" is a date. Parts that are missing become the
 verdict's ``missing`` list and the follow-up searches that might find them.
 Pure and deterministic: it runs inside the state machine.
 """
@@ -46,6 +51,9 @@ __all__ = [
 ]
 
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+# "the 8th and 16th centuries", "the 1990s": a time, though no single year.
+_CENTURY = re.compile(r"\b(?:\d{1,2}(?:st|nd|rd|th)\s+(?:and\s+\d{1,2}(?:st|nd|rd|th)\s+)?"
+                      r"centur(?:y|ies)|1[0-9]{2}0s|20[0-9]0s)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\b\d[\d,.]*\b")
 _MONTH = re.compile(r"\b(?:January|February|March|April|May|June|July|August|September|"
                     r"October|November|December)\b")
@@ -198,7 +206,22 @@ def _stems(text: str) -> set[str]:
     """Content stems of ``text``, each also without its accents ("zürich" and "zurich")."""
     stems = set(content_terms(text))
     stems |= {t for w in tokenize(text) if (t := _irregular(w))}
+    if _LIFESPAN.search(text):
+        stems |= _LIFESPAN_TERMS
+    stems |= {_COMPASS[t] for t in stems if t in _COMPASS}
     return stems | {_fold(t) for t in stems}
+
+
+# "Western Lirean" is the "West Lirean" of a passage: a compass adjective counts as its
+# direction.
+_COMPASS = {"western": "west", "eastern": "east", "northern": "north", "southern": "south"}
+
+
+# "Tarvo Meresk (June 2, 1901 - May 3, 1980)", "(c.1585-1650)", any dash: a life's
+# span in brackets after a name says when its bearer was born and died without the words.
+_LIFESPAN = re.compile(r"[A-Z][\w.'\u2019-]*\s+\((?:[^()]*?\D)?\d{3,4}(?:/\d{2})?"
+                       r"\s*[\u2013\u2014-]\s*(?:[^()]*?\D)?\d{3,4}\)")
+_LIFESPAN_TERMS = frozenset(content_terms("born died"))
 
 
 @functools.lru_cache(maxsize=65536)
@@ -240,7 +263,7 @@ def _mentions(chunk_terms: set[str], entity: str) -> bool:
     stems = set(content_terms(entity))
     if len(stems) > 1:
         stems = {t for t in stems if len(t) > 1} or stems  # "Ana M Ruiz": "M" is an initial
-    return bool(stems) and {_fold(t) for t in stems} <= chunk_terms
+    return bool(stems) and {_fold(_COMPASS.get(t, t)) for t in stems} <= chunk_terms
 
 
 @functools.lru_cache(maxsize=65536)
@@ -288,6 +311,44 @@ def _typos(question: str, seen: set[str]) -> set[str]:
     """
     return {t for w in _LOWER_WORD.findall(desubjectivize(question))
             if zipf_frequency(w, "en") == 0 for t in content_terms(w) if _fold(t) not in seen}
+
+
+def _slipped_names(entities: Sequence[str], chunks: Sequence[EvidenceChunk],
+                   terms_of: dict[str, set[str]]) -> dict[str, tuple[str, str]]:
+    """Names of three or more words that a passage's title spells with one letter changed.
+
+    "Orsley Hal War Memorial" is the page "Orsley Hall War Memorial": returns,
+    per such name, the stem of its misspelt word and the name as the title spells it.
+    """
+    out: dict[str, tuple[str, str]] = {}
+    for entity in entities:
+        words = entity.split()
+        if len(words) < 3 or any(_mentions(terms_of[c.id], entity) for c in chunks):
+            continue
+        for c in chunks:
+            title_words = set(tokenize(_PAREN.sub("", c.title or "")))
+            odd = [w for w in words if w.lower() not in title_words]
+            if len(odd) != 1 or len(odd[0]) < 3:
+                continue
+            near = [t for t in title_words if len(t) >= 3 and _one_edit(odd[0].lower(), t)]
+            if near:
+                stems = content_terms(odd[0])
+                out[entity] = (stems[0] if stems else odd[0].lower(),
+                               entity.replace(odd[0], near[0]))
+                break
+    return out
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one letter dropped, added or changed."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i + (len(a) == len(b)):] == b[i + 1:]
 
 
 def _misspelt_names(entities: Sequence[str], seen: set[str]) -> set[str]:
@@ -348,9 +409,11 @@ def holds_new_value(kind: str, sentence: str, question: str) -> bool:
     q_tokens = set(tokenize(question))
     if kind == "when":
         values = [m.group(0) for m in _YEAR.finditer(sentence)]
-        if "year" not in q_tokens:  # "which year" asks for a year, not a day of the month
+        if "year" not in q_tokens:  # "which year" asks for a year, not a day or a century
             values += [m.group(0) for m in _MONTH.finditer(sentence)]
-        return any(v.lower() not in q_tokens for v in values)
+            values += [m.group(0) for m in _CENTURY.finditer(sentence)]
+        asked = question.lower()
+        return any(v.lower() not in q_tokens and v.lower() not in asked for v in values)
     if kind == "how_many":
         numbers = [m.group(0).rstrip(".,") for m in _NUMBER.finditer(sentence)]
         if any(n not in question and not _YEAR.fullmatch(n) for n in numbers):
@@ -381,7 +444,8 @@ def _value_sentence(answer_type: str, question: str, weights: dict[str, float],
 
 def _best_pair(weights: dict[str, float], chunks: Sequence[EvidenceChunk],
                terms_of: dict[str, set[str]],
-               entities: Sequence[str] = ()) -> tuple[float, tuple[EvidenceChunk, ...]]:
+               entities: Sequence[str] = (), names: Sequence[str] = ()
+               ) -> tuple[float, tuple[EvidenceChunk, ...]]:
     """The share of the question's weighted terms that the best one or two passages cover.
 
     A multi-hop question is answered by two passages together: the one naming
@@ -396,12 +460,40 @@ def _best_pair(weights: dict[str, float], chunks: Sequence[EvidenceChunk],
             best = (one, (a,))
         for b in chunks[i + 1:]:
             if not (_linked(a, b) or _linked(b, a)
-                    or _each_about_one(terms_of[a.id], terms_of[b.id], entities)):
+                    or _each_about_one(terms_of[a.id], terms_of[b.id], entities)
+                    or _each_titled(a, b, names)):
                 continue
             two = _share(weights, terms_of[a.id] | terms_of[b.id])
             if two > best[0] + 1e-9:
                 best = (two, (a, b))
     return best
+
+
+def _each_titled(a: EvidenceChunk, b: EvidenceChunk, names: Sequence[str]) -> bool:
+    """Two passages that are the pages of two different named things of the question.
+
+    "The movies A and B both ...": the page titled A and the page titled B
+    together answer it, though neither names the other. One must be titled
+    after its thing; the other may instead say so in its first sentence.
+    """
+    in_a, in_b = _pages_of(a, names), _pages_of(b, names)
+    return bool(in_a - in_b) and bool(in_b - in_a) and (
+        bool(in_a & _titled(a, names)) or bool(in_b & _titled(b, names)))
+
+
+def _titled(chunk: EvidenceChunk, names: Sequence[str]) -> set[str]:
+    """The names the passage's page is titled after, stem by stem ("Quince Tree (film)")."""
+    title = _stemmed(_PAREN.sub("", chunk.title or ""))
+    return {n for n in names if title and _stemmed(n) == title}
+
+
+def _pages_of(chunk: EvidenceChunk, names: Sequence[str]) -> set[str]:
+    """The named things a passage is the page of: its title, or what its first sentence
+    says its subject is ("Karl IV ... was King of Velmar")."""
+    spans = split_sentences(chunk.text)
+    first = chunk.text[spans[0][0]:spans[0][1]] if spans else chunk.text
+    lead = f" {_stemmed(first)} "
+    return _titled(chunk, names) | {n for n in names if f" {_stemmed(n)} " in lead}
 
 
 def _each_about_one(a: set[str], b: set[str], entities: Sequence[str]) -> bool:
@@ -477,14 +569,17 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     seen = set().union(*terms_of.values())
     misspelt = _misspelt_names(needs.entities, seen)  # "Eurpean": no name to look for
     typos = _typos(question, seen) | {t for name in misspelt for t in content_terms(name)}
+    slips = _slipped_names(needs.entities, [*chosen, *held], terms_of)  # "Orsley Hal": "Hall"
+    typos |= {slip for slip, _ in slips.values()}
     for typo in typos:
         weights[_fold(typo)] = _MIN_WEIGHT  # a misspelt word weighs as little as the commonest
     covered: list[str] = []
     missing: list[str] = []
     # 1. named things: each must be mentioned by a chosen passage (or a held one, added).
-    for entity in needs.entities:
-        if entity in misspelt:
+    for name in needs.entities:
+        if name in misspelt:
             continue
+        entity = slips[name][1] if name in slips else name
         hit = any(_mentions(terms_of[c.id], entity) for c in pool)
         if not hit:
             more = [c for c in held if c.id not in chosen_ids and _mentions(terms_of[c.id], entity)]
@@ -492,7 +587,7 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
                 extra.append(more[0].id)
                 pool.append(more[0])
                 hit = True
-        (covered if hit else missing).append(entity)
+        (covered if hit else missing).append(name)
     # 2. the question's words, weighted by how specific they are, in one or two passages;
     # with no named thing to anchor them, close together in one passage. A passage
     # *about* a named thing (titled after it) is stronger evidence than one naming it
@@ -503,7 +598,7 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
         _TERM_SHARE_HOW_TO if needs.answer_type == "how_to" else _TERM_SHARE_NO_NAMES)
     if needs.entities:
         compared = needs.names if needs.answer_type in _COMPARING else ()
-        share, pair = _best_pair(weights, pool, terms_of, compared)
+        share, pair = _best_pair(weights, pool, terms_of, compared, needs.names)
         have: set[str] = set()
         for c in pair:
             have |= terms_of[c.id]

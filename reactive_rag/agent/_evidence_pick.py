@@ -120,7 +120,10 @@ def select_evidence(
     another host, a snippet of a page read whole) takes a place only when no
     other chunk is left: a copy adds nothing for the writer and would push out
     the second hop. Of two copies, the one from the host most of ``evidence``
-    comes from is kept (a mirror site copies a few pages of a big one).
+    comes from is kept (a mirror site copies a few pages of a big one). A
+    passage whose text only repeats its title (a disambiguation stub) comes
+    last: it holds nothing to answer from, yet its words would make the real
+    page look like its copy.
     """
     w_follow, w_title, w_link = weights
     if k <= 0 or not evidence:
@@ -162,9 +165,13 @@ def select_evidence(
     per_host = Counter(hosts)
     picked: list[int] = []
     copies: list[int] = []
+    stubs: list[int] = []
     held: list[frozenset[str]] = []
     for i in order:
         words = frozenset(content_terms(evidence[i].text))
+        if words <= frozenset(content_terms(evidence[i].title)):
+            stubs.append(i)  # its text only repeats its title: nothing to answer from
+            continue
         twin = next((j for j, h in enumerate(held) if _copied(words, h)), None)
         if twin is None:
             picked.append(i)
@@ -176,6 +183,7 @@ def select_evidence(
             copies.append(i)
     picked = picked[:k]
     picked.extend(copies[: k - len(picked)])  # copies only take places nothing else wants
+    picked.extend(stubs[: k - len(picked)])
     return [evidence[i] for i in picked]
 
 

@@ -3,30 +3,40 @@
 The lexical score (:func:`~._support.support_score`) sees a flipped direction
 only when statement and quote spell it with words it knows. A sentence
 embedding sees more, but plain cosine barely separates "X raises Y" from
-"X lowers Y" (both are about X and Y). What does separate them a little is a
-*contrast*: is the quote closer to the statement, or to the statement with
-its polarity flipped (direction words swapped for their opposites, negations
-removed, or a "not" put in)? And the other way round for the quote::
+"X lowers Y" (both are about X and Y). What does separate them is a
+*contrast* with the text's polarity flips (:func:`polarity_flips`: direction
+words swapped for their opposites, all of them or only the first or the last,
+negations removed, or a "not" put in), measured word by word on MiniLM's
+contextual token vectors, plus one sentence-level number; each is taken at
+its worst flip::
 
-    s_flip = cos(v, u) - cos(v, flip(u))     # u statement, v quote
-    q_flip = cos(u, v) - cos(u, flip(v))
-    factor = min(1, exp(a * s_flip + b * q_flip - reference))
+    align(a, b)     = mean over a's word pieces of the best cosine to b's word pieces
+    statement_align = min over flips f of  align(s, q) - align(f(s), q)   # s statement
+    quote_align     = min over flips f of  align(q, s) - align(f(q), s)   # q quote
+    flip_agreement  = min over flips f of  cos(u - f(u), v - f(v))        # sentence vectors
+    factor = min(1, exp(a * statement_align + b * quote_align + c * flip_agreement
+                        - reference))
     score  = lexical score * factor
 
-``a``, ``b`` and ``reference`` come from a logistic regression of SUPPORT vs
-CONTRADICT on ``-log(lexical score)``, ``s_flip`` and ``q_flip`` over the
-SciFact *train* split only (``bench/_support_auc.py --fit --write-head``):
-``a`` and ``b`` are the contrast coefficients divided by the lexical one (so
-they are in log-score units), and ``reference`` is the median of
-``a * s_flip + b * q_flip`` over the supporting train pairs (the best of the
-quartiles on train). They ship as numbers in ``data/support_head.json``, with
-the name of the embedder they were fitted for: vectors of another model mean
-something else, so with any other embedder the head does not apply and the
-score is the lexical one.
+``statement_align`` asks whether the quote's words match the statement's
+better than those of any of its opposites (the flipped words are what
+changes); ``flip_agreement`` whether flipping moves statement and quote the
+same way (both say "raises") or opposite ways (one says "lowers"). ``a``,
+``b``, ``c`` and ``reference`` come from a logistic regression of SUPPORT vs
+CONTRADICT on ``-log(lexical score)`` and the three numbers over the SciFact
+*train* split only (``bench/_support_auc.py --fit --head --write-head``): the
+coefficients divided by the lexical one (log-score units), ``reference`` the
+median of the linear part over the supporting train pairs. They ship in
+``data/support_head.json`` with the name of the embedder they were fitted for:
+vectors of another model mean something else, so with any other embedder (or
+one without token vectors, :class:`~actors.models.TokenEmbedder`) the head does
+not apply and the score is the lexical one. Cost: one forward pass for each
+distinct text of a claim (statement, quote and their flips: 4 to 8), batched
+per verification.
 
 The factor never exceeds 1: it can only lower a score, so every exact-fact
 check of the lexical score (an added year, another name, a dropped "not")
-still fails a claim on its own. The flip uses the lexical score's generic
+still fails a claim on its own. The flips use the lexical score's generic
 opposite and negation lists; nothing is taken from any data set.
 """
 
@@ -38,14 +48,14 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from actors.models import Embedder, FloatMatrix
+from actors.models import Embedder, TokenEmbedder, TokenVectors
 from actors.text import stem
 
 from ._support import _NEGATION_WORDS, _OPPOSITES, _OPPOSITES_TEXT, SupportScore, _polar
@@ -53,16 +63,20 @@ from ._support import _NEGATION_WORDS, _OPPOSITES, _OPPOSITES_TEXT, SupportScore
 __all__ = [
     "DEFAULT_SUPPORT_HEAD_PATH",
     "EmbeddingSupport",
+    "HeadFeatures",
     "SupportHeadError",
     "SupportHeadWeights",
     "flip_polarity",
+    "head_features",
     "load_support_head",
+    "polarity_flips",
 ]
 
 DEFAULT_SUPPORT_HEAD_PATH = Path(__file__).parent / "data" / "support_head.json"
 """The shipped weights (fitted on SciFact train for MiniLM int8)."""
 
-_FORMAT = "reactive-rag/support-head/1"
+_FORMAT = "reactive-rag/support-head/2"
+_NUMBERS = ("statement_align", "quote_align", "flip_agreement", "reference")
 
 
 class SupportHeadError(ValueError):
@@ -78,8 +92,9 @@ class SupportHeadWeights:
     """
 
     model: str
-    statement_flip: float
-    quote_flip: float
+    statement_align: float
+    quote_align: float
+    flip_agreement: float
     reference: float
     fitted_on: str = ""
 
@@ -93,15 +108,20 @@ class SupportHeadWeights:
         """Parse what :meth:`to_json` wrote.
 
         Raises:
-            SupportHeadError: wrong format tag, missing field or non-finite number.
+            SupportHeadError: wrong format tag (an older head's file included),
+                missing field or non-finite number.
         """
-        if data.get("format") != _FORMAT:
+        tag = data.get("format")
+        if tag != _FORMAT:
+            older = isinstance(tag, str) and tag.startswith(_FORMAT.rsplit("/", 1)[0] + "/")
+            hint = (" (an older head formula; refit it with "
+                    "`bench/_support_auc.py --fit --head --write-head`)") if older else ""
             raise SupportHeadError(
-                f"{source}: not a support-head file (format {data.get('format')!r}, "
-                f"expected {_FORMAT!r})")
+                f"{source}: not a support-head file of this version (format {tag!r}, "
+                f"expected {_FORMAT!r}){hint}")
         try:
             model = data["model"]
-            numbers = {k: data[k] for k in ("statement_flip", "quote_flip", "reference")}
+            numbers = {k: data[k] for k in _NUMBERS}
         except KeyError as exc:
             raise SupportHeadError(f"{source}: missing field {exc.args[0]!r}") from None
         if not isinstance(model, str) or not model:
@@ -190,65 +210,129 @@ def flip_polarity(text: str) -> str:
     return "It is not true that " + text[:1].lower() + text[1:]
 
 
+@functools.lru_cache(maxsize=4096)
+def polarity_flips(text: str) -> tuple[str, str, str]:
+    """Three ways ``text`` could say the opposite: every polar word flipped
+    (:func:`flip_polarity`), only the first one, only the last one.
+
+    Flipping every word of "higher intake lowers risk" gives "lower intake
+    raises risk", which says the same; flipping one of them does not. With
+    no direction or negation word the three are the same "not" sentence.
+    """
+    found = [m for m in _FLIP_WORD.finditer(text) if _swap(m.group()) is not None]
+    if not found:
+        every = flip_polarity(text)
+        return every, every, every
+
+    def only(m: re.Match[str]) -> str:
+        return " ".join((text[: m.start()] + (_swap(m.group()) or "") + text[m.end() :]).split())
+
+    return flip_polarity(text), only(found[0]), only(found[-1])
+
+
 # --- the factor -----------------------------------------------------------------------
+
+
+class HeadFeatures(NamedTuple):
+    """The three numbers the factor is made of (see the module docstring)."""
+
+    statement_align: float
+    quote_align: float
+    flip_agreement: float
+
+
+def _align(a: TokenVectors, b: TokenVectors) -> float:
+    """Mean over ``a``'s word pieces of the best cosine to one of ``b``'s (0 if either is empty)."""
+    if not len(a.tokens) or not len(b.tokens):
+        return 0.0
+    return float((a.tokens @ b.tokens.T).max(axis=1).mean())
+
+
+def _agreement(u: TokenVectors, uf: TokenVectors, v: TokenVectors, vf: TokenVectors) -> float:
+    du, dv = u.sentence - uf.sentence, v.sentence - vf.sentence
+    norm = float(np.linalg.norm(du) * np.linalg.norm(dv))
+    return float(du @ dv) / norm if norm > 0 else 0.0
+
+
+def head_features(s: TokenVectors, q: TokenVectors, s_flips: Sequence[TokenVectors],
+                  q_flips: Sequence[TokenVectors]) -> HeadFeatures:
+    """The features of one pair from the vectors of its texts and their
+    :func:`polarity_flips`, each at its worst (smallest) over the flips."""
+    if not s_flips or len(s_flips) != len(q_flips):
+        raise ValueError("head_features needs as many statement flips as quote flips (>= 1)")
+    s_q, q_s = _align(s, q), _align(q, s)
+    return HeadFeatures(min(s_q - _align(f, q) for f in s_flips),
+                        min(q_s - _align(f, s) for f in q_flips),
+                        min(_agreement(s, sf, q, qf)
+                            for sf, qf in zip(s_flips, q_flips, strict=True)))
 
 
 class EmbeddingSupport:
     """The embedding factor for one embedder, with a small vector cache.
 
-    A verifier checks a few claims per run, so :meth:`prepare` embeds the four
-    texts of every claim (statement, quote and their flips) in one batch call
-    and keeps the vectors (LRU, ``cache_size`` texts): a repaired draft
+    A verifier checks a few claims per run, so :meth:`prepare` embeds the texts
+    of every claim (statement, quote and their flips, 4 to 8 distinct) in one
+    batch call and keeps their vectors (LRU, ``cache_size`` texts): a repaired draft
     re-citing the same quotes costs nothing more. Thread-safe.
 
     Args:
-        embedder: the embedder the weights were fitted for.
+        embedder: the embedder the weights were fitted for; it must give token
+            vectors (:class:`~actors.models.TokenEmbedder`, as MiniLM does).
         weights: the fitted numbers (default: the shipped file).
-        cache_size: vectors kept.
+        cache_size: texts whose vectors are kept (a text's token vectors take
+            1.5 KB per word piece: 256 sentence-sized texts are a few MB).
 
     Raises:
-        SupportHeadError: ``embedder.name`` is not the model of ``weights``, or the
-            default weights file is missing or corrupt.
+        SupportHeadError: ``embedder.name`` is not the model of ``weights``, the
+            embedder gives no token vectors, or the default weights file is
+            missing or corrupt.
     """
 
-    def __init__(self, embedder: Embedder, weights: SupportHeadWeights | None = None, *,
-                 cache_size: int = 1024) -> None:
+    def __init__(self, embedder: TokenEmbedder | Embedder,
+                 weights: SupportHeadWeights | None = None, *, cache_size: int = 256) -> None:
         self.weights = weights if weights is not None else load_support_head()
         if embedder.name != self.weights.model:
             raise SupportHeadError(
                 f"support-head weights are for {self.weights.model!r}, not {embedder.name!r}")
-        if cache_size < 4:
-            raise ValueError("cache_size must be >= 4 (one claim's texts)")
-        self.embedder = embedder
-        self._cache: OrderedDict[str, FloatMatrix] = OrderedDict()
+        if not isinstance(embedder, TokenEmbedder):
+            raise SupportHeadError(
+                f"the support head needs token vectors; {embedder.name!r} here is a "
+                f"{type(embedder).__name__} without embed_tokens()")
+        if cache_size < 8:
+            raise ValueError("cache_size must be >= 8 (one claim's texts)")
+        self.embedder: TokenEmbedder = embedder
+        self._cache: OrderedDict[str, TokenVectors] = OrderedDict()
         self._size = cache_size
         self._lock = threading.Lock()
         self.embedded = 0
         """Texts sent to the embedder so far (cache misses)."""
 
     @classmethod
-    def for_embedder(cls, embedder: Embedder, weights: SupportHeadWeights | None = None
-                     ) -> EmbeddingSupport | None:
-        """The head for ``embedder``, or None when the weights are for another model.
+    def for_embedder(cls, embedder: TokenEmbedder | Embedder,
+                     weights: SupportHeadWeights | None = None) -> EmbeddingSupport | None:
+        """The head for ``embedder``, or None when the weights are for another model
+        or the embedder gives no token vectors.
 
         Raises:
             SupportHeadError: the default weights file is missing or corrupt.
         """
         w = weights if weights is not None else load_support_head()
-        return cls(embedder, w) if embedder.name == w.model else None
+        if embedder.name != w.model or not isinstance(embedder, TokenEmbedder):
+            return None
+        return cls(embedder, w)
 
     def prepare(self, pairs: Iterable[tuple[str, str]]) -> None:
         """Embed, in one call, the texts of these (statement, quote) pairs not yet cached."""
         texts: list[str] = []
         for statement, quote in pairs:
-            texts += [statement, quote, flip_polarity(statement), flip_polarity(quote)]
+            texts += [statement, quote, *polarity_flips(statement), *polarity_flips(quote)]
         with self._lock:
             todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if not todo:
             return
-        vectors = np.asarray(self.embedder.embed_passages(todo), dtype=np.float32)
-        if vectors.shape[0] != len(todo):
-            raise ValueError(f"embedder returned {vectors.shape[0]} vectors for {len(todo)} texts")
+        vectors = self.embedder.embed_tokens(todo)
+        if len(vectors) != len(todo):
+            raise ValueError(f"embedder returned {len(vectors)} vectors for {len(todo)} texts")
         with self._lock:
             self.embedded += len(todo)
             for text, vec in zip(todo, vectors, strict=True):
@@ -257,35 +341,41 @@ class EmbeddingSupport:
             while len(self._cache) > max(self._size, len(todo)):
                 self._cache.popitem(last=False)
 
-    def _vector(self, text: str) -> FloatMatrix:
+    def _vectors(self, text: str) -> TokenVectors:
         with self._lock:
             vec = self._cache.get(text)
             if vec is not None:
                 self._cache.move_to_end(text)
                 return vec
         # Evicted since prepare() by another thread's batch: embed it alone.
-        row: FloatMatrix = np.asarray(self.embedder.embed_passages([text])[0], dtype=np.float32)
+        got = self.embedder.embed_tokens([text])
+        if len(got) != 1:
+            raise ValueError(f"embedder returned {len(got)} vectors for 1 text")
         with self._lock:
             self.embedded += 1
-            self._cache[text] = row
-        return row
+            self._cache[text] = got[0]
+        return got[0]
 
-    def contrasts(self, statement: str, quote: str) -> tuple[float, float]:
-        """``(s_flip, q_flip)``: how much closer each side is to the other than to its flip."""
+    def features(self, statement: str, quote: str) -> HeadFeatures:
+        """The pair's :class:`HeadFeatures` (embedding its texts if not cached)."""
         self.prepare([(statement, quote)])
-        u, v = self._vector(statement), self._vector(quote)
-        uf, vf = self._vector(flip_polarity(statement)), self._vector(flip_polarity(quote))
-        return float(v @ u - v @ uf), float(u @ v - u @ vf)
+        return head_features(self._vectors(statement), self._vectors(quote),
+                             [self._vectors(f) for f in polarity_flips(statement)],
+                             [self._vectors(f) for f in polarity_flips(quote)])
+
+    def factor_of(self, features: HeadFeatures) -> float:
+        """The multiplier (0..1] these features give under the weights."""
+        w = self.weights
+        linear = (w.statement_align * features.statement_align
+                  + w.quote_align * features.quote_align
+                  + w.flip_agreement * features.flip_agreement)
+        return min(1.0, math.exp(min(0.0, linear - w.reference)))
 
     def factor(self, statement: str, quote: str) -> float:
         """The multiplier (0..1] the lexical score gets for this pair."""
-        s_flip, q_flip = self.contrasts(statement, quote)
-        w = self.weights
-        return min(1.0, math.exp(w.statement_flip * s_flip + w.quote_flip * q_flip
-                                 - w.reference))
+        return self.factor_of(self.features(statement, quote))
 
     def rescore(self, parts: SupportScore, statement: str, quote: str) -> SupportScore:
         """``parts`` with the factor applied (recorded as ``embedding_factor``)."""
         f = self.factor(statement, quote)
         return replace(parts, score=parts.score * f, embedding_factor=f)
-

@@ -22,6 +22,7 @@ from actors.models import (
     FloatMatrix,
     HashingEmbedder,
     MiniLMEmbedder,
+    TokenVectors,
 )
 from reactive_rag._engine import Engine
 from reactive_rag.agent import (
@@ -31,6 +32,7 @@ from reactive_rag.agent import (
     SupportHeadWeights,
     flip_polarity,
     load_support_head,
+    polarity_flips,
     support_score,
     verify,
     verify_async,
@@ -52,7 +54,7 @@ REGISTRY = {
 class _Counting:
     """A real embedder that counts the texts it is asked to embed."""
 
-    def __init__(self, inner: Embedder) -> None:
+    def __init__(self, inner: MiniLMEmbedder) -> None:
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
@@ -65,6 +67,10 @@ class _Counting:
     def embed_passages(self, texts: Sequence[str]) -> FloatMatrix:
         self.texts += len(texts)
         return self.inner.embed_passages(texts)
+
+    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+        self.texts += len(texts)
+        return self.inner.embed_tokens(texts)
 
 
 @pytest.fixture(scope="module")
@@ -157,9 +163,20 @@ def test_each_claim_is_embedded_once_in_one_batch(minilm: MiniLMEmbedder) -> Non
     claims = [_claim("The Eiffel Tower was finished in 1889 for the World's Fair."),
               _claim("Patients survived longer on the drug.", "d", DRUG)]
     verify(claims, REGISTRY, support_model=head)
-    assert counting.texts == head.embedded == 8  # statement, quote and their flips, per claim
+    # statement, quote and their distinct flips: 1 + 1 each for the Eiffel claim (no
+    # direction word: one "not" flip), 1 + 3 each for "survived longer" / "improved survival"
+    assert len(set(polarity_flips(claims[1].statement))) == 3
+    assert counting.texts == head.embedded == 4 + 8
     verify(claims, REGISTRY, support_model=head)  # a repair citing the same quotes
-    assert counting.texts == 8
+    assert counting.texts == 12
+
+
+def test_polarity_flips_also_flip_one_direction_word_alone() -> None:
+    # flipping both words says the same thing again; one at a time says the opposite
+    assert polarity_flips("Higher intake lowers the risk.") == (
+        "decrease intake increase the risk.", "decrease intake lowers the risk.",
+        "Higher intake increase the risk.")
+    assert polarity_flips("Cats purr.") == ("It is not true that cats purr.",) * 3
 
 
 def test_flip_polarity_swaps_directions_drops_negations_or_adds_a_not() -> None:
@@ -185,6 +202,26 @@ def test_with_another_embedder_there_is_no_head_and_the_lexical_score_decides(
     lexical = support_score(statement, DRUG, context=f"Trial\n{DRUG}", title="Trial")
     assert f"support {lexical.score:.2f}" in result.errors[0].reason
     assert "reads closer" not in result.errors[0].reason
+
+
+class _SentenceOnly:
+    """MiniLM's name and sentence vectors, but no token vectors (a remote copy, say)."""
+
+    def __init__(self, inner: MiniLMEmbedder) -> None:
+        self.inner, self.name, self.dim = inner, inner.name, inner.dim
+
+    def embed_queries(self, texts: Sequence[str]) -> FloatMatrix:
+        return self.inner.embed_queries(texts)
+
+    def embed_passages(self, texts: Sequence[str]) -> FloatMatrix:
+        return self.inner.embed_passages(texts)
+
+
+def test_an_embedder_without_token_vectors_gets_no_head(minilm: MiniLMEmbedder) -> None:
+    sentence_only = _SentenceOnly(minilm)
+    assert EmbeddingSupport.for_embedder(sentence_only) is None
+    with pytest.raises(SupportHeadError, match="needs token vectors"):
+        EmbeddingSupport(sentence_only)
 
 
 def test_the_engine_gives_its_verifier_the_head_on_minilm_unless_entailment_judges(
@@ -226,6 +263,9 @@ class _Broken:
     def embed_passages(self, texts: Sequence[str]) -> FloatMatrix:
         raise RuntimeError("onnxruntime session is closed")
 
+    def embed_tokens(self, texts: Sequence[str]) -> list[TokenVectors]:
+        raise RuntimeError("onnxruntime session is closed")
+
 
 async def test_a_failing_head_embedder_leaves_the_lexical_score_to_decide(
         minilm: MiniLMEmbedder, caplog: pytest.LogCaptureFixture) -> None:
@@ -248,8 +288,10 @@ async def test_a_failing_head_embedder_leaves_the_lexical_score_to_decide(
 def test_the_shipped_weights_are_numbers_for_minilm() -> None:
     w = load_support_head()
     assert w.model == MiniLMEmbedder.name
-    assert all(math.isfinite(x) for x in (w.statement_flip, w.quote_flip, w.reference))
-    assert w.statement_flip > 0 and w.quote_flip > 0  # closer to the flip = less support
+    numbers = (w.statement_align, w.quote_align, w.flip_agreement, w.reference)
+    assert all(math.isfinite(x) for x in numbers)
+    # closer to the flip, or flipping moves the two apart = less support
+    assert w.statement_align > 0 and w.quote_align > 0 and w.flip_agreement > 0
     assert DEFAULT_SUPPORT_HEAD_PATH.stat().st_size < 1024
 
 
@@ -263,12 +305,18 @@ def test_a_missing_weights_file_is_a_clear_error(tmp_path: Path) -> None:
     ("{not json", "are not JSON"),
     ("[1, 2]", "expected a JSON object"),
     ('{"format": "something/else", "model": "m"}', "not a support-head file"),
-    ('{"format": "reactive-rag/support-head/1", "model": "m", "statement_flip": 1,'
-     ' "quote_flip": 1}', "missing field 'reference'"),
-    ('{"format": "reactive-rag/support-head/1", "model": "m", "statement_flip": 1,'
-     ' "quote_flip": NaN, "reference": 0}', "'quote_flip' must be a finite number"),
-    ('{"format": "reactive-rag/support-head/1", "model": "", "statement_flip": 1,'
-     ' "quote_flip": 1, "reference": 0}', "'model' must be a non-empty string"),
+    ('{"format": "reactive-rag/support-head/2", "model": "m", "statement_align": 1,'
+     ' "quote_align": 1, "flip_agreement": 1}', "missing field 'reference'"),
+    ('{"format": "reactive-rag/support-head/2", "model": "m", "statement_align": 1,'
+     ' "quote_align": NaN, "flip_agreement": 1, "reference": 0}',
+     "'quote_align' must be a finite number"),
+    ('{"format": "reactive-rag/support-head/2", "model": "", "statement_align": 1,'
+     ' "quote_align": 1, "flip_agreement": 1, "reference": 0}',
+     "'model' must be a non-empty string"),
+    # the previous head's file (sentence contrasts) is refused, with what to do
+    ('{"format": "reactive-rag/support-head/1", "model": "all-MiniLM-L6-v2-int8",'
+     ' "statement_flip": 28.3, "quote_flip": 21.5, "reference": 0.5}',
+     r"an older head formula; refit it with `bench/_support_auc.py --fit --head"),
 ])
 def test_a_corrupt_weights_file_is_a_clear_error(tmp_path: Path, content: str,
                                                  message: str) -> None:
@@ -280,8 +328,8 @@ def test_a_corrupt_weights_file_is_a_clear_error(tmp_path: Path, content: str,
 
 
 def test_weights_round_trip_through_their_json() -> None:
-    w = SupportHeadWeights(model="m", statement_flip=1.5, quote_flip=2.0, reference=0.25,
-                           fitted_on="here")
+    w = SupportHeadWeights(model="m", statement_align=1.5, quote_align=2.0,
+                           flip_agreement=0.5, reference=0.25, fitted_on="here")
     assert SupportHeadWeights.from_json(json.loads(json.dumps(w.to_json()))) == w
 
 
@@ -330,6 +378,20 @@ def test_fit_head_is_reproducible_and_its_file_loads(tmp_path: Path,
     assert out.read_bytes() == first  # same data, same code: same numbers
     w = load_support_head(out)
     assert w.model == MiniLMEmbedder.name and "SciFact train" in w.fitted_on
+
+
+def test_the_bench_feature_cache_serves_a_second_run_without_embedding(
+        tmp_path: Path) -> None:
+    _tiny_data(tmp_path)
+    bench = _bench()
+    pairs = bench.scifact_pairs(tmp_path)
+    cache = tmp_path / "features.sqlite"
+    first = bench.cached_head(cache)
+    scores = bench.head_scores(pairs, first)
+    assert first.embedded > 0
+    again = bench.cached_head(cache)
+    assert bench.head_scores(pairs, again) == scores
+    assert again.embedded == 0  # every pair's features came from the file
 
 
 def test_write_head_needs_fit_and_head(tmp_path: Path) -> None:
