@@ -15,6 +15,7 @@ consumer drains what it holds, ``get`` returns None, and it checks ``overflowed`
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 from collections import deque
 from typing import Generic, TypeVar
@@ -85,6 +86,18 @@ class EventBridge(Generic[T]):
         with self._lock:
             count = min(limit, len(self._items))
             return [self._items.popleft() for _ in range(count)]
+
+    def peek(self, limit: int) -> list[T]:
+        """Up to ``limit`` of the oldest queued items, left queued (see :meth:`drop`)."""
+        with self._lock:
+            return list(itertools.islice(self._items, limit))
+
+    def drop(self, count: int) -> None:
+        """Remove the ``count`` oldest items (those a :meth:`peek` on the loop's thread
+        returned: producers only ever add at the other end)."""
+        with self._lock:
+            for _ in range(min(count, len(self._items))):
+                self._items.popleft()
 
     async def get(self, timeout_s: float | None = None) -> T | None:
         """The next item; None once closed and drained.

@@ -46,6 +46,17 @@ def format_event(event: Event, *, event_id: str | None = None) -> bytes:
     return framed
 
 
+_UNBLOCKED_BYTES = 32 * 1024
+"""Below half asyncio's default high-water mark (64 KiB) a write only buffers."""
+
+
+def _fits(request: web.Request, data: bytes) -> bool:
+    """True if writing ``data`` now cannot wait for the client (its socket keeps up)."""
+    transport = request.transport
+    return transport is not None and not transport.is_closing() and \
+        transport.get_write_buffer_size() + len(data) < _UNBLOCKED_BYTES
+
+
 async def serve_sse(request: web.Request, feed: EventFeed, *, keepalive_s: float,
                     write_timeout_s: float) -> web.StreamResponse:
     """Write ``feed`` to the client until the run ends, the client leaves, or it is detached."""
@@ -66,9 +77,13 @@ async def serve_sse(request: web.Request, feed: EventFeed, *, keepalive_s: float
                 continue
             if not events:
                 break
+            data = b"".join(format_event(e) for e in events)
             try:
-                async with asyncio.timeout(write_timeout_s):
-                    await response.write(b"".join(format_event(e) for e in events))
+                if _fits(request, data):  # cannot block: no timer to arm and cancel
+                    await response.write(data)
+                else:
+                    async with asyncio.timeout(write_timeout_s):
+                        await response.write(data)
             except TimeoutError:
                 feed.detach(f"client too slow: one write took over {write_timeout_s:g} s")
                 break

@@ -19,6 +19,7 @@ from pydantic import JsonValue
 from streams import Event, Outcome
 
 __all__ = [
+    "AppendsNow",
     "BackgroundTask",
     "RunMeta",
     "RunPage",
@@ -171,6 +172,15 @@ class TaskStore(Protocol):
 
 
 @runtime_checkable
+@runtime_checkable
+class AppendsNow(Protocol):
+    """A store that can sometimes commit an append at once, without waiting for anything."""
+
+    def append_now(self, run_id: str, events: Sequence[Event]) -> int | None:
+        """Like ``RunStore.append``, synchronously, when that cannot wait (on a lock, a
+        disk flush, another thread); ``None`` (nothing written) otherwise."""
+
+
 class RunStore(TaskStore, Protocol):
     """Durable runs and their event logs.
 

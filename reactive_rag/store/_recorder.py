@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from streams import Event, EventBridge, RunFinished, RunStream
 
 from ._base import StoreBase
 from ._exceptions import RunAlreadyFinished, StoreError, StoreUnavailable
-from ._protocol import RunMeta, RunStore
+from ._protocol import AppendsNow, RunMeta, RunStore
 
 __all__ = ["Recorder", "RecorderStats"]
 
@@ -89,7 +90,8 @@ class Recorder:
         stream: the run's stream.
         meta: if given, the run is created in the store on :meth:`start`.
         batch_size: write at once when this many events are waiting.
-        flush_interval_s: otherwise wait this long to gather a batch.
+        flush_interval_s: otherwise gather a batch until this long after its first
+            event was published.
         retry_max_s: ceiling of the back-off while the store is unavailable.
         retry_window_s: how long one batch is retried before the recorder gives up.
         max_buffer: events held while the store is slow or down; one more and
@@ -139,6 +141,11 @@ class Recorder:
         self._task: asyncio.Task[None] | None = None
         self._subscription: abc.DisposableBase | None = None
         self._aborted = False
+        self._order = threading.Lock()
+        self._holding = False
+        self._declined = False
+        self._loop_thread: int | None = None
+        self._append_now = store.append_now if isinstance(store, AppendsNow) else None
         self.error: BaseException | None = None
         self.given_up: str | None = None
         """Why the recorder gave up (None while it records)."""
@@ -157,18 +164,24 @@ class Recorder:
             self._written_seq = (await self.store.get_run(self.run_id)).last_seq
         self._enqueued_seq = self._written_seq
         self._bridge = EventBridge(self._max_buffer)
+        self._loop_thread = threading.get_ident()
         if isinstance(self.store, StoreBase):
             self.store.register_writer(self.run_id, self)
-        self._subscription = self.stream.subscribe(self._on_next, name=f"recorder:{self.run_id}")
-        # Events delivered before we subscribed: take them from history first.
-        # The callback already queued anything newer; re-queue in seq order.
-        backlog = self.stream.history(self._written_seq)
-        if backlog:
-            newer = self._bridge.take(self._max_buffer)
-            for event in sorted({e.seq: e for e in (*backlog, *newer)}.values(),
-                                key=lambda e: e.seq):
-                self._bridge.push(event)
-            self._enqueued_seq = max(self._enqueued_seq, backlog[-1].seq)
+        # The run may be publishing on another thread meanwhile (a stream takes
+        # events from any thread): the lock keeps its callback out while the
+        # backlog is merged, so the queue stays in seq order.
+        with self._order:
+            self._subscription = self.stream.subscribe(self._on_next,
+                                                       name=f"recorder:{self.run_id}")
+            # Events delivered before we subscribed: take them from history first.
+            # The callback already queued anything newer; re-queue in seq order.
+            backlog = self.stream.history(self._written_seq)
+            if backlog:
+                newer = self._bridge.take(self._max_buffer)
+                for event in sorted({e.seq: e for e in (*backlog, *newer)}.values(),
+                                    key=lambda e: e.seq):
+                    self._bridge.push(event)
+                self._enqueued_seq = max(self._enqueued_seq, backlog[-1].seq)
         self._task = asyncio.get_running_loop().create_task(
             self._writer(), name=f"recorder:{self.run_id}")
         self._task.add_done_callback(self._ended)
@@ -295,11 +308,47 @@ class Recorder:
     # --- the synchronous side (on the publishing thread) ----------------------------------------
 
     def _on_next(self, event: Event) -> None:
+        with self._order:
+            bridge = self._bridge
+            if bridge is None or event.seq <= self._enqueued_seq:
+                return
+            if bridge.push(event):
+                self._enqueued_seq = event.seq
+        if self._append_now is not None and threading.get_ident() == self._loop_thread:
+            self._flush_now(event)
+
+    def _flush_now(self, newest: Event) -> None:
+        """Commit and hand out the waiting batch right here, when its window is over.
+
+        A store that can commit at once (:class:`~._protocol.AppendsNow`) saves
+        the batch the writer task's loop turn: on a loop busy with runs, that turn
+        is most of an event's way to its clients. Only while the writer task
+        holds no events (so the order stays), and only if the store takes it at
+        once; otherwise the writer task, woken by the same push, writes it.
+        """
         bridge = self._bridge
-        if bridge is None or event.seq <= self._enqueued_seq:
+        if bridge is None or self._holding or self._declined or self._task is None \
+                or self._task.done():
             return
-        if bridge.push(event):
-            self._enqueued_seq = event.seq
+        batch = bridge.peek(self._batch_size)
+        if not batch:
+            return
+        if not isinstance(newest, RunFinished) and len(batch) < self._batch_size and \
+                batch[0].ts + self._flush_interval_s > time.time():
+            return  # still gathering
+        assert self._append_now is not None
+        try:
+            done = self._append_now(self.run_id, batch)
+        except Exception:  # the writer task retries it, or gives up, as for any write
+            done = None
+        if done is None:  # not again until the writer task has written
+            self._declined = True
+            return
+        bridge.drop(len(batch))
+        self._committed(batch)
+        self._deliver(batch)
+        if isinstance(batch[-1], RunFinished):
+            bridge.close()  # the writer task ends with nothing left to write
 
     def _stop_taking(self) -> None:
         if self._subscription is not None:
@@ -325,17 +374,24 @@ class Recorder:
         try:
             while True:
                 first = await bridge.get()
+                self._holding = first is not None  # (until written: see _flush_now)
                 if first is None:
                     if bridge.overflowed:
                         raise _GiveUp(f"{self._max_buffer} events waited for the run store")
                     return
                 if not isinstance(first, RunFinished) and not bridge.closed and \
                         len(bridge) < self._batch_size - 1:
-                    await asyncio.sleep(self._flush_interval_s)  # gather a batch
+                    # Gather a batch for the window after the first event was published:
+                    # on a busy loop waking this task took that long already, and a
+                    # second wait would hold every event one more loop turn.
+                    wait = first.ts + self._flush_interval_s - time.time()
+                    if wait > 0:
+                        await asyncio.sleep(min(wait, self._flush_interval_s))
                 batch = [first, *bridge.take(self._batch_size - 1)]
                 self._inflight = batch
                 await self._write(batch)
                 self._inflight = []
+                self._holding = False
                 self._deliver(batch)
                 if isinstance(batch[-1], RunFinished):
                     return
@@ -367,6 +423,10 @@ class Recorder:
                 self._retries += 1
                 await asyncio.sleep(min(delay, self._retry_window_s - (now - first_failure)))
                 delay = min(delay * 2, self._retry_max_s)
+        self._committed(batch)
+
+    def _committed(self, batch: list[Event]) -> None:
+        self._declined = False
         self._written += len(batch)
         self._batches += 1
         self._written_seq = batch[-1].seq

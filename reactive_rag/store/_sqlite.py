@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -69,13 +71,19 @@ from ._sql_rows import (
     session_from_row,
 )
 from ._sqlite_common import transaction
+from ._sqlite_inline import Declined, InlineWriter
 from ._tasks_sqlite import TASKS_SCHEMA, SqliteTaskTable
 
 __all__ = ["SqliteRunStore"]
 
+log = logging.getLogger("reactive_rag.store")
+
 _T = TypeVar("_T")
 
 SCHEMA_VERSION = 3  # 2: the owners (lease) table; 3: the sessions table
+
+WAL_LIMIT_BYTES = 16 * 1024 * 1024
+"""Past this size the write-ahead log is checkpointed and truncated (see append)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -137,8 +145,12 @@ class _Connection:
         self._conn: sqlite3.Connection | None = None
 
     async def call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        return await self.submit(fn)
+
+    def submit(self, fn: Callable[[sqlite3.Connection], _T]) -> asyncio.Future[_T]:
+        """Start ``fn`` on the connection's thread; its future on the running loop."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._run, fn)
+        return loop.run_in_executor(self._executor, self._run, fn)
 
     def _run(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         if self._conn is None:
@@ -199,6 +211,8 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
         self._busy_ms = int(busy_timeout_s * 1000)
         self._writer: _Connection | None = None
         self._reader: _Connection | None = None
+        self._inline: InlineWriter | None = None
+        self._checkpoints: set[asyncio.Future[None]] = set()
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -235,6 +249,13 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
         self._is_open = True
         if self.read_only:
             return []
+        if self._synchronous == "NORMAL":  # (with FULL a commit syncs the disk: not here)
+            try:
+                self._inline = InlineWriter(self.path, synchronous=self._synchronous,
+                                            checkpoint=self._request_checkpoint)
+            except sqlite3.DatabaseError as exc:
+                await self.close()
+                raise _translate(exc) from exc
         await self.heartbeat()
         now = self._now_us()
         return await self._write(lambda conn: transaction(conn, lambda: [
@@ -274,6 +295,12 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
                 await self._writer.call(lambda conn: conn.execute(
                     "DELETE FROM owners WHERE owner = ?", (owner,)).close())
         self._is_open = False
+        if self._inline is not None:
+            self._inline.close()
+            self._inline = None
+        pending = [f for f in self._checkpoints if f.get_loop() is asyncio.get_running_loop()]
+        if pending:
+            await asyncio.wait(pending)
         writer, reader = self._writer, self._reader
         self._writer = self._reader = None
         if reader is not None:
@@ -325,16 +352,73 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
         return await self._write(do)
 
     async def append(self, run_id: str, events: Sequence[Event]) -> int:
-        """Store events in one transaction; see :meth:`RunStore.append`."""
+        """Store events in one transaction; see :meth:`RunStore.append`.
+
+        On the loop that opened the store it commits right here
+        (:meth:`append_now`), unless that would wait; then on the writer thread.
+        """
+        done = self.append_now(run_id, events)
+        if done is not None:
+            return done
         self._writable()
         check_batch(run_id, events)
         now = self._now_us()
         batch = list(events)
+        return await self._write(functools.partial(self._append_one, run_id, batch, now))
 
-        def do(conn: sqlite3.Connection) -> int:
-            return transaction(conn, lambda: self._append_locked(conn, run_id, batch, now))
+    def append_now(self, run_id: str, events: Sequence[Event]) -> int | None:
+        """Commit on this thread if that cannot wait (:mod:`._sqlite_inline`: the
+        thread that opened the store, the write lock free); None: nothing written.
 
-        return await self._write(do)
+        A subclass that overrides :meth:`append` (a wrapper injecting faults,
+        say) gets every append through it: this then always returns None.
+
+        Raises:
+            StoreError: as :meth:`append` (the batch was refused or the write failed).
+        """
+        inline = self._inline
+        if inline is None or not inline.here() or type(self).append is not _OWN_APPEND:
+            return None
+        self._writable()
+        check_batch(run_id, events)
+        try:
+            done = inline.run(functools.partial(self._append_one, run_id, list(events),
+                                                self._now_us()))
+        except sqlite3.DatabaseError as exc:
+            raise _translate(exc) from exc
+        return None if isinstance(done, Declined) else done
+
+    def _append_one(self, run_id: str, batch: list[Event], now: int,
+                    conn: sqlite3.Connection) -> int:
+        return transaction(conn, lambda: self._append_locked(conn, run_id, batch, now))
+
+    def _request_checkpoint(self) -> None:
+        """A WAL checkpoint on the writer thread (the inline writer makes none).
+
+        Passive (writers go on); under a steady stream of appends a passive one
+        never catches up with the log's end, so the log would only grow: past
+        :data:`WAL_LIMIT_BYTES` a truncating one follows, which holds appends
+        back (they queue on the writer thread) while it runs.
+        """
+        writer = self._writer
+        if writer is None:
+            return
+        wal = self.path.with_name(self.path.name + "-wal")
+
+        def do(conn: sqlite3.Connection) -> None:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            with contextlib.suppress(OSError):
+                if wal.stat().st_size > WAL_LIMIT_BYTES:
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+        future = writer.submit(do)
+        self._checkpoints.add(future)
+        future.add_done_callback(self._checkpointed)
+
+    def _checkpointed(self, future: asyncio.Future[None]) -> None:
+        self._checkpoints.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            log.warning("WAL checkpoint failed (the next one retries): %s", future.exception())
 
     def _append_locked(
         self, conn: sqlite3.Connection, run_id: str, batch: list[Event], now: int
@@ -693,3 +777,6 @@ class SqliteRunStore(SqliteTaskTable, StoreBase):
         if not await self._read(needed):
             return []  # the usual case: no write lock taken
         return await self._write(lambda conn: transaction(conn, lambda: body(conn)))
+
+
+_OWN_APPEND = SqliteRunStore.append

@@ -105,6 +105,16 @@ async def test_a_store_that_stays_down_fails_the_run_for_every_client_then_is_re
         assert stored[-1] == end
 
 
+async def max_pages(store: SqliteRunStore, pages: int) -> None:
+    """Cap the file at ``pages`` for every connection that writes it (a per-connection
+    pragma: the writer thread's, and the inline one appends use on the loop)."""
+    assert store._writer is not None
+    await store._writer.call(
+        lambda conn: conn.execute(f"PRAGMA max_page_count = {pages}").fetchone())
+    if store._inline is not None and store._inline._conn is not None:
+        store._inline._conn.execute(f"PRAGMA max_page_count = {pages}").fetchone()
+
+
 async def test_disk_full_under_sqlite_ends_the_run_failed_not_running(tmp_path: Path) -> None:
     """A real SQLITE_FULL: the database may not grow past a few pages."""
     db = tmp_path / "runs.db"
@@ -116,8 +126,7 @@ async def test_disk_full_under_sqlite_ends_the_run_failed_not_running(tmp_path: 
         await recorder.flush()
         pages = await store._writer.call(
             lambda conn: conn.execute("PRAGMA page_count").fetchone()[0])
-        await store._writer.call(
-            lambda conn: conn.execute(f"PRAGMA max_page_count = {pages}").fetchone())
+        await max_pages(store, pages)
         for i in range(400):
             stream.publish(SearchRequested(query=f"a long query that fills pages {i}" * 20))
         got = await asyncio.wait_for(collect(store.attach("r1", 0)), 10)
@@ -127,8 +136,7 @@ async def test_disk_full_under_sqlite_ends_the_run_failed_not_running(tmp_path: 
         assert [e.seq for e in got] == list(range(1, end.seq + 1))  # no gap before the end
         with pytest.raises(StoreError):
             await recorder.aclose()
-        await store._writer.call(  # space again: the ending is stored
-            lambda conn: conn.execute("PRAGMA max_page_count = 1073741823").fetchone())
+        await max_pages(store, 1073741823)  # space again: the ending is stored
         for _ in range(400):
             if recorder.repaired:
                 break

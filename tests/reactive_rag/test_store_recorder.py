@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ from reactive_rag.store import (
     StoreError,
     StoreUnavailable,
 )
-from streams import Event, RunFinished, RunStarted, RunStream, SearchRequested
+from streams import Event, EventBridge, RunFinished, RunStarted, RunStream, SearchRequested
 
 from ._store_fixtures import BACKENDS, AnyStore, open_store
 
@@ -53,12 +54,21 @@ async def test_every_event_is_stored_in_order_and_finish_sets_outcome(store: Any
 async def test_publishing_never_waits_for_the_store(store: AnyStore) -> None:
     stream = RunStream("r1", keep_history=False)
     recorder = await Recorder(store, stream, meta("r1")).start()
+    # SQLite could commit some batches right at publish time (when that cannot
+    # wait): another connection holds its write lock, so it cannot.
+    locker = None
+    if isinstance(store, SqliteRunStore):
+        locker = sqlite3.connect(store.path, isolation_level=None)
+        locker.execute("BEGIN IMMEDIATE")
     # No await between publishes: the writer cannot run, so if publish waited
     # for the store this loop could never finish.
     for i in range(5000):
         stream.publish(SearchRequested(query=f"q{i}"))
     assert recorder.statistics().queued == 5000
     assert recorder.statistics().written == 0
+    if locker is not None:
+        locker.execute("COMMIT")
+        locker.close()
     stream.publish(RunFinished(outcome="answered"))
     await recorder.flush()
     assert (await store.get_run("r1")).last_seq == 5001
@@ -167,3 +177,35 @@ async def test_close_gives_up_on_a_store_that_stays_down_and_says_so(tmp_path: P
         stream.publish(SearchRequested(query="a"))
         with pytest.raises(StoreError, match=r"1 event\(s\) not written"):
             await recorder.aclose(timeout_s=0.2)
+
+
+async def test_a_recorder_started_while_another_thread_publishes_stores_every_event_in_order(
+        store: AnyStore) -> None:
+    """The recorder subscribes late, while its run publishes on another thread: history
+    and live events merge into one gap-free log, handed to live clients in seq order."""
+    stream = RunStream("r1")
+    backlog, stop = threading.Event(), threading.Event()
+
+    def publish() -> None:  # publishes all along the recorder's start
+        i = 0
+        while not stop.is_set() or i < 30_000:
+            stream.publish(SearchRequested(query=f"q{i}"))
+            i += 1
+            if i == 20_000:
+                backlog.set()
+
+    thread = threading.Thread(target=publish)
+    thread.start()
+    recorder = Recorder(store, stream, meta("r1"), max_buffer=1_000_000)
+    assert await asyncio.to_thread(backlog.wait, 30)
+    await recorder.start()  # merges a 20,000-event history while events keep coming
+    committed: EventBridge[Event] = EventBridge(1_000_000)
+    recorder.subscribe_committed(committed)  # what live clients are handed, in commit order
+    stop.set()
+    await asyncio.to_thread(thread.join, 60)
+    last = stream.publish(RunFinished(outcome="answered")).seq
+    await recorder.aclose(timeout_s=60)
+    handed = [e.seq for e in committed.take(1_000_000)]
+    seqs = [e.seq async for e in store.events("r1")]
+    assert seqs == list(range(1, last + 1))
+    assert handed == sorted(handed) and handed[-1] == last
