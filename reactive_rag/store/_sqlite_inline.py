@@ -71,10 +71,7 @@ class InlineWriter:
         self._thread = threading.get_ident()
         self._checkpoint = checkpoint
         self._every = max(1, checkpoint_every)
-        self.appends = 0
-        """Writes done here (declined ones not counted)."""
-        self.declined = 0
-        """Writes handed to the writer thread because the lock was taken."""
+        self._appends = 0  # writes done here, for the checkpoint cadence
 
     def here(self) -> bool:
         """True on the thread this connection belongs to (and while it is open)."""
@@ -91,11 +88,10 @@ class InlineWriter:
             result = fn(self._conn)
         except sqlite3.OperationalError as exc:
             if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _BUSY_CODES:
-                self.declined += 1
                 return DECLINED
             raise
-        self.appends += 1
-        if self.appends % self._every == 0:
+        self._appends += 1
+        if self._appends % self._every == 0:
             self._checkpoint()
         return result
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,17 +18,13 @@ import pytest
 from actors import ActorRun, RayOptions, RayPlacement
 from streams import ActorFailed, AnswerDelta, Event, RerankCompleted, RerankRequested
 
-from ._ray_fixtures import LiveActor, local_ray
+from .._eventually import eventually
+from ._ray_fixtures import LiveActor
 
 pytestmark = pytest.mark.slow  # a local Ray cluster
 
 SMALL = RayOptions(num_cpus=0.1, max_restarts=0, start_timeout_s=90, live_events=True)
 BEFORE_THE_WAIT = ["started", "thread-0", "thread-1", "thread-2"]
-
-
-@pytest.fixture(scope="module")
-def ray() -> Iterator[Any]:
-    yield from local_ray()
 
 
 @pytest.fixture(scope="module")
@@ -48,17 +44,6 @@ def _request(query: str, call_id: str) -> RerankRequested:
     return RerankRequested(call_id=call_id, query=query, candidates=())
 
 
-async def _poll(done: Callable[[], bool], what: str = "the condition") -> None:
-    try:
-        async with asyncio.timeout(60):
-            while True:
-                if done():
-                    return
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"waited 60 s for {what}") from None
-
-
 def _deltas(run: ActorRun) -> list[AnswerDelta]:
     return [e for e in run.stream.history() if isinstance(e, AnswerDelta)]
 
@@ -74,13 +59,13 @@ async def test_emitted_events_arrive_while_the_handler_runs_in_order(
     async with ActorRun("live-order", [placement.actor()], deadline_s=60) as run:
         req = run.publish(_request("wait", "order-1"))
         assert req is not None
-        await _poll(lambda: len(_deltas(run)) == len(BEFORE_THE_WAIT),
+        await eventually(lambda: len(_deltas(run)) == len(BEFORE_THE_WAIT),
                     "the events the handler emits before it waits")
         # the handler is still waiting for us: nothing answered, the call in flight
         assert _answers(run) == []
         assert placement.in_flight() == [1]
         (folder / "go-order-1").touch()
-        await _poll(lambda: _answers(run) != [])
+        await eventually(lambda: _answers(run) != [])
         run.finish("answered")
     events = [e for e in run.stream.history() if e.type != "run.finished"]
     assert [e.type for e in events] == ["rerank.requested", *["answer.delta"] * 5,
@@ -95,15 +80,15 @@ async def test_cancelling_the_run_mid_stream_stops_the_remote_handler(
 ) -> None:
     async with ActorRun("live-cancel", [placement.actor()]) as run:
         run.publish(_request("hang", "cancel-1"))
-        await _poll(lambda: len(_deltas(run)) == len(BEFORE_THE_WAIT),
+        await eventually(lambda: len(_deltas(run)) == len(BEFORE_THE_WAIT),
                     "the events the handler emits before it waits")
         run.cancel("user pressed stop")
         finished = await run.wait()
     assert finished.outcome == "cancelled"
     marker = folder / "cancelled"
-    await _poll(lambda: marker.exists() and marker.stat().st_size > 0)
+    await eventually(lambda: marker.exists() and marker.stat().st_size > 0)
     assert marker.read_text() == "cancelled cancel-1"
-    await _poll(lambda: placement.in_flight() == [0])
+    await eventually(lambda: placement.in_flight() == [0])
 
 
 @pytest.mark.parametrize(("query", "kind", "says"), [
@@ -115,12 +100,12 @@ async def test_an_emit_that_cannot_cross_fails_the_handler_not_the_replica(
 ) -> None:
     async with ActorRun(f"live-{query}", [placement.actor()], deadline_s=60) as run:
         run.publish(_request(query, f"{query}-1"))
-        await _poll(lambda: _answers(run) != [])
+        await eventually(lambda: _answers(run) != [])
         (failed,) = _answers(run)
         # the replica serves on: a good request right after is answered
         run.publish(_request("wait", f"{query}-2"))
         (folder / f"go-{query}-2").touch()
-        await _poll(lambda: len(_answers(run)) == 2)
+        await eventually(lambda: len(_answers(run)) == 2)
         run.finish("answered")
     assert isinstance(failed, ActorFailed)
     assert failed.error.kind == kind
@@ -135,10 +120,10 @@ async def test_a_worker_dying_mid_stream_fails_the_request(ray: Any, tmp_path: P
     async with (RayPlacement(factory, SMALL) as dying,
                 ActorRun("live-die", [dying.actor()], deadline_s=60) as run):
         run.publish(_request("die", "die-1"))
-        await _poll(lambda: len(_deltas(run)) == len(BEFORE_THE_WAIT),
+        await eventually(lambda: len(_deltas(run)) == len(BEFORE_THE_WAIT),
                     "the events the handler emits before it waits")
         (tmp_path / "go-die-1").touch()
-        await _poll(lambda: _answers(run) != [])
+        await eventually(lambda: _answers(run) != [])
         run.finish("answered")
     (failed,) = _answers(run)
     assert isinstance(failed, ActorFailed)
@@ -151,10 +136,10 @@ async def test_a_timeout_mid_stream_cancels_the_remote_handler(ray: Any, tmp_pat
     async with (RayPlacement(factory, SMALL) as timed,
                 ActorRun("live-timeout", [timed.actor()], deadline_s=60) as run):
         run.publish(_request("hang", "timeout-1"))
-        await _poll(lambda: _answers(run) != [])
+        await eventually(lambda: _answers(run) != [])
         run.finish("answered")
         marker = tmp_path / "cancelled"
-        await _poll(lambda: marker.exists() and marker.stat().st_size > 0)
+        await eventually(lambda: marker.exists() and marker.stat().st_size > 0)
     (failed,) = _answers(run)
     assert isinstance(failed, ActorFailed)
     assert failed.error.kind == "TimeoutError"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +25,13 @@ from actors import (
 from actors.rerank import RerankerActor, rerank_failure
 from streams import ActorFailed, Event, RerankCompleted, RerankFailed, RerankRequested
 
+from .._eventually import eventually
 from ._ray_fixtures import (
     CANDIDATES,
     DyingActor,
     SlowActor,
     broken_reranker,
     hashing_reranker,
-    local_ray,
     streaming_reranker,
 )
 
@@ -40,11 +39,6 @@ pytestmark = pytest.mark.slow  # a local Ray cluster: ~40 s for the module
 
 # a fraction of a CPU each, so every test's replicas fit a 2-CPU local cluster
 SMALL = RayOptions(num_cpus=0.1, max_restarts=1, start_timeout_s=90)
-
-
-@pytest.fixture(scope="module")
-def ray() -> Iterator[Any]:
-    yield from local_ray()
 
 
 def _request(query: str = "aspirin fever", call_id: str = "call-1") -> RerankRequested:
@@ -80,20 +74,12 @@ async def _until_served(run: ActorRun, query: str) -> RerankCompleted:
     raise AssertionError(f"{query!r} was never served after the worker died")
 
 
-async def _poll(done: Callable[[], bool]) -> None:
-    async with asyncio.timeout(60):
-        while True:
-            if done():
-                return
-            await asyncio.sleep(0.01)
-
-
 async def _wait_file(path: Path) -> str:
     """What the remote handler wrote when it saw its cancel (it runs in another process).
 
     Waits for content, not for the file: ``write_text`` creates it empty first.
     """
-    await _poll(lambda: path.exists() and path.stat().st_size > 0)
+    await eventually(lambda: path.exists() and path.stat().st_size > 0)
     return await asyncio.to_thread(path.read_text)
 
 
@@ -174,7 +160,7 @@ async def test_cancelling_the_run_cancels_the_remote_call(ray: Any, tmp_path: Pa
     async with RayPlacement(functools.partial(SlowActor, str(marker)), SMALL) as placement:
         async with ActorRun("rr-cancel", [placement.actor()]) as run:
             run.publish(_request("hang"))
-            await _poll(lambda: placement.in_flight() == [1])
+            await eventually(lambda: placement.in_flight() == [1])
             run.cancel("user pressed stop")
             finished = await run.wait()
         assert finished.outcome == "cancelled"
@@ -227,7 +213,7 @@ async def test_a_ray_killed_worker_fails_its_request_as_actor_failed(
     try:
         async with ActorRun("rr-kill", [placement.actor()], deadline_s=90) as run:
             run.publish(_request("hang"))
-            await _poll(lambda: placement.in_flight() == [1])
+            await eventually(lambda: placement.in_flight() == [1])
             ray.kill(placement.ray_handles[0], no_restart=False)
             (failed,) = await _wait_for(run, {"actor.failed"})
             assert isinstance(failed, ActorFailed)

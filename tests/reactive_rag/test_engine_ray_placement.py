@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +21,6 @@ from reactive_rag._placement import (
 from reactive_rag.index import CorpusIndex
 from reactive_rag.run import RunConfigError
 from streams import RerankCompleted
-
-from ..actors._ray_fixtures import local_ray
-
-
-@pytest.fixture(scope="module")
-def ray() -> Iterator[Any]:
-    yield from local_ray()
-
 
 QUESTION = "Who founded Bayer and when?"
 

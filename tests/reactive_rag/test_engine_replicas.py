@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +16,12 @@ from reactive_rag.index import CorpusIndex
 from reactive_rag.store import RedisRunStore
 from streams import Event, RunFinished
 
-from ..actors._ray_fixtures import local_ray
+from .._eventually import eventually
 from ._replica_fixtures import demo_engine, demo_index
 from ._server_fixtures import read_sse, serve
 from ._store_fixtures import NEEDS_REDIS, REDIS_URL
 
 pytestmark = [pytest.mark.slow, NEEDS_REDIS]
-
-
-@pytest.fixture(scope="module")
-def ray() -> Iterator[Any]:
-    yield from local_ray()
-
-
-async def _poll(check: Callable[[], Awaitable[bool]]) -> None:
-    async with asyncio.timeout(60):
-        while True:
-            if await check():
-                return
-            await asyncio.sleep(0.05)
 
 
 async def _events(store: RedisRunStore, run_id: str, after: int = 0) -> list[Event]:
@@ -111,13 +96,14 @@ async def test_a_dead_replica_leaves_its_run_interrupted_and_new_runs_go_to_the_
             async def recorded() -> bool:
                 return (await reader.get_run(stuck.run_id)).last_seq > 0
 
-            await _poll(recorded)
+            await eventually(recorded, interval_s=0.05)
             ray.kill(pool.ray_handles[stuck.replica], no_restart=True)
 
             async def interrupted() -> bool:
                 return (await reader.get_run(stuck.run_id)).status == "interrupted"
 
-            await _poll(interrupted)  # marked by the surviving replica's lease sweep
+            # marked by the surviving replica's lease sweep
+            await eventually(interrupted, interval_s=0.05)
             after = await pool.start_run("Who isolated aspirin?", collections=["demo"])
             assert after.replica != stuck.replica
             events = await _events(reader, after.run_id)

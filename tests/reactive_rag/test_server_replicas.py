@@ -23,7 +23,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -50,7 +50,7 @@ from reactive_rag.server._dispatch import ReplicaDispatcher
 from reactive_rag.store import RedisRunStore, StoreClosed
 from streams import RunFinished
 
-from ..actors._ray_fixtures import local_ray
+from .._eventually import eventually
 from ..actors._web_fixtures import Result, fake_web
 from ._corpus import DOCS
 from ._replica_fixtures import demo_engine, demo_index
@@ -70,19 +70,6 @@ LIGHTHOUSE = Result(url="https://lighthouses.example/zephyr-point",
                     snippet="The Zephyr Point lighthouse was built in 1871 by the engineer "
                             "Ada Quill on the northern cape.")
 WEB_QUESTION = "Who built the Zephyr Point lighthouse?"
-
-
-@pytest.fixture(scope="module")
-def ray() -> Iterator[Any]:
-    yield from local_ray()
-
-
-async def _poll(check: Callable[[], Awaitable[bool]]) -> None:
-    async with asyncio.timeout(60):
-        while True:
-            if await check():
-                return
-            await asyncio.sleep(0.05)
 
 
 @asynccontextmanager
@@ -176,7 +163,7 @@ async def test_posted_runs_execute_on_replicas_and_stream_resume_list_and_cancel
         async def released() -> bool:
             return remote.where(answered) is None
 
-        await _poll(released)
+        await eventually(released, interval_s=0.05)
         resp = await client.post("/v1/runs", json={"question": "hang until cancelled"})
         assert resp.status == 201, await resp.text()
         hanging = (await resp.json())["run_id"]
@@ -197,7 +184,7 @@ async def test_posted_runs_execute_on_replicas_and_stream_resume_list_and_cancel
         async def freed() -> bool:
             return remote.where(hanging) is None
 
-        await _poll(freed)
+        await eventually(freed, interval_s=0.05)
         again = await client.post("/v1/runs", json={"question": "Who isolated aspirin?"})
         assert again.status == 201, await again.text()
         cancel = await client.post(f"/v1/runs/{uuid.uuid4().hex}/cancel")
@@ -207,7 +194,7 @@ async def test_posted_runs_execute_on_replicas_and_stream_resume_list_and_cancel
         async def again_released() -> bool:
             return remote.where(again_id) is None
 
-        await _poll(again_released)
+        await eventually(again_released, interval_s=0.05)
         # 6. a conversation turn needs the live handle: it runs in the server itself
         session = await (await client.post("/v1/sessions")).json()
         turn = await client.post(f"/v1/sessions/{session['session_id']}/runs",
@@ -221,7 +208,7 @@ async def test_posted_runs_execute_on_replicas_and_stream_resume_list_and_cancel
         async def turn_released() -> bool:
             return not manager.active
 
-        await _poll(turn_released)
+        await eventually(turn_released, interval_s=0.05)
         # 7. a replica's run still going at shutdown ends cancelled, stored
         resp = await client.post("/v1/runs", json={"question": "hang at shutdown"})
         assert resp.status == 201, await resp.text()

@@ -13,6 +13,7 @@ from reactive_rag.index import CorpusIndex
 from reactive_rag.store import RunMeta, RunRecord, SqliteRunStore, StoreUnavailable
 from streams import Event
 
+from .._eventually import eventually
 from ._server_fixtures import GatedPlanner, read_sse, serve, start_run
 
 
@@ -37,14 +38,6 @@ class FailingStore(SqliteRunStore):
     async def heartbeat(self) -> None:
         self._check_down()
         await super().heartbeat()
-
-
-async def _eventually(check: Any, what: str) -> None:
-    for _ in range(500):
-        if await check():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"never: {what}")
 
 
 async def test_a_store_that_stops_writing_fails_the_run_for_clients_and_is_repaired(
@@ -86,8 +79,9 @@ async def test_a_store_that_stops_writing_fails_the_run_for_clients_and_is_repai
                 body = await (await client.get(f"/v1/runs/{run_id}")).json()
                 return bool(body["status"] == "finished" and body["outcome"] == "failed")
 
-            await _eventually(repaired, "the failed ending is stored")
-            await _eventually(lambda: _status(client, "/readyz", 200), "ready again")
+            await eventually(repaired, "the failed ending is stored", timeout_s=10, interval_s=0.02)
+            await eventually(lambda: _status(client, "/readyz", 200), "ready again", timeout_s=10,
+                             interval_s=0.02)
             async with client.get(f"/v1/runs/{run_id}/events",
                                   headers={"Last-Event-ID": str(reads[0].seqs[-1])}) as resp:
                 again = await read_sse(resp)

@@ -16,7 +16,7 @@ import sqlite3
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from reactive_rag.store import (
 )
 from streams import Event, RunFinished
 
+from .._eventually import eventually
 from ._server_fixtures import serve
 from ._store_fixtures import (
     BACKENDS,
@@ -394,13 +395,6 @@ async def test_a_version_1_file_keeps_working_and_a_read_only_open_does_not_upgr
         assert conn.execute("SELECT owner FROM owners").fetchall() == []  # closed: released
 
 
-async def wait_for(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
-
-
 def fill_sqlite(conn: sqlite3.Connection, owner: str) -> None:
     """Leave no room in the file for ``owner``'s lease row (as a full disk would)."""
     pages = conn.execute("PRAGMA page_count").fetchone()[0]
@@ -434,13 +428,13 @@ async def test_keeper_turns_unwritable_on_a_full_sqlite_disk_and_back(
             assert keeper.writable and keeper.reason is None and keeper.last_ok is not None
             with caplog.at_level(logging.WARNING, logger="reactive_rag.store"):
                 await store._write(lambda conn: fill_sqlite(conn, owner))
-                await wait_for(lambda: not keeper.writable)
+                await eventually(lambda: not keeper.writable, timeout_s=10.0)
             assert keeper.reason == (
                 "the run store refused a write: SQLite: database or disk is full")
             assert any("not renewed" in r.getMessage() for r in caplog.records)
             stale = keeper.last_ok
             await store._write(unfill_sqlite)
-            await wait_for(lambda: keeper.writable)
+            await eventually(lambda: keeper.writable, timeout_s=10.0)
             assert keeper.reason is None and keeper.last_ok is not None
             assert keeper.last_ok >= (stale or 0)
         finally:
@@ -477,11 +471,11 @@ async def test_keeper_turns_unwritable_while_redis_is_down_and_back(tmp_path: Pa
             assert keeper.writable
             server.terminate()
             server.wait(timeout=10)
-            await wait_for(lambda: not keeper.writable)
+            await eventually(lambda: not keeper.writable, timeout_s=10.0)
             assert keeper.reason is not None
             assert keeper.reason.startswith("the run store refused a write: Redis:")
             server = _start_redis(port, tmp_path)
-            await wait_for(lambda: keeper.writable)
+            await eventually(lambda: keeper.writable, timeout_s=10.0)
             assert keeper.reason is None
             assert await store._redis.get(store._lease_key("api-1")) is not None
     finally:
@@ -514,7 +508,7 @@ async def test_keeper_sweeps_expired_owners_and_reports_what_it_recovered(
         async with keeper:
             assert calls == []  # the first sweep (in start) found api-1 alive
             clock.advance(TTL + 1)
-            await wait_for(lambda: bool(calls))
+            await eventually(lambda: bool(calls), timeout_s=10.0)
             await asyncio.sleep(0.1)  # more sweeps: nothing more to recover
     assert calls == [["r1", "r2"]]
     assert keeper.writable and keeper.last_ok == clock.now

@@ -14,9 +14,8 @@ import contextlib
 import logging
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from reactive_rag.store import (
 from reactive_rag.store._postgres import SCHEMA_VERSION
 from streams import Event, RunFinished, RunStarted, RunStream, SearchRequested
 
+from .._eventually import eventually
 from ._store_fixtures import NEEDS_POSTGRES, POSTGRES_URL, drop_pg_schema, searches, stamped
 from ._tcp_proxy import TcpProxy
 
@@ -55,13 +55,6 @@ def meta(run_id: str) -> RunMeta:
 async def collect(events: AsyncIterator[Event]) -> list[Event]:
     async with contextlib.aclosing(events):  # type: ignore[type-var]
         return [event async for event in events]
-
-
-async def wait_for(predicate: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 @pytest.fixture
@@ -389,7 +382,7 @@ async def test_a_server_back_within_the_retry_window_loses_nothing(
             stream.publish(SearchRequested(query=f"q{i}"))
         with pytest.raises(StoreUnavailable, match="PostgreSQL"):
             await store.get_run("r1")
-        await wait_for(lambda: recorder.statistics().retries >= 2)
+        await eventually(lambda: recorder.statistics().retries >= 2, timeout_s=20.0)
         assert (await direct.get_run("r1")).last_seq == 1  # nothing more got through
         assert not live.done()  # a client was shown nothing uncommitted
         await proxy.start()  # ... and comes back
@@ -427,7 +420,7 @@ async def test_a_server_that_stays_away_fails_the_run_which_is_stored_once_it_re
             await recorder.aclose()
         assert (await direct.get_run("r1")).status == "running"  # not yet: it cannot write
         await proxy.start()
-        await wait_for(lambda: recorder.repaired)
+        await eventually(lambda: recorder.repaired, timeout_s=20.0)
         run = await direct.get_run("r1")
         assert (run.status, run.outcome, run.last_seq) == ("finished", "failed", 3)
         assert (await collect(direct.events("r1")))[-1] == end
@@ -440,11 +433,11 @@ async def test_the_lease_keeper_turns_unwritable_while_the_server_is_away_and_ba
         assert keeper.writable
         with caplog.at_level(logging.WARNING, logger="reactive_rag.store"):
             await proxy.stop()
-            await wait_for(lambda: not keeper.writable)
+            await eventually(lambda: not keeper.writable, timeout_s=20.0)
         assert keeper.reason is not None
         assert keeper.reason.startswith("the run store refused a write: PostgreSQL:")
         await proxy.start()
-        await wait_for(lambda: keeper.writable)
+        await eventually(lambda: keeper.writable, timeout_s=20.0)
         assert keeper.reason is None
         rows = await sql(f'SELECT owner FROM "{schema}".owners')
         assert rows == [("api-1",)]
