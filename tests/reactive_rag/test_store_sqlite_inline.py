@@ -123,7 +123,13 @@ async def test_an_append_from_another_thread_goes_through_the_writer_thread(
     another thread gets the writer thread, and both appends land."""
     await store.create_run(RunMeta(run_id="r1", tenant="acme", question="why?"))
     await store.create_run(RunMeta(run_id="r2", tenant="acme", question="why?"))
-    other = await asyncio.to_thread(asyncio.run, store.append("r2", events("r2", 4)))
-    here = await store.append("r1", events("r1", 2))
-    assert (other, here) == (4, 2)
+    release, held = await block_writer_thread(store)
+    other = asyncio.ensure_future(
+        asyncio.to_thread(asyncio.run, store.append("r2", events("r2", 4))))
+    here = await asyncio.wait_for(store.append("r1", events("r1", 2)), 10)
+    await asyncio.sleep(0.2)
+    assert not other.done()  # queued behind the (blocked) writer thread
+    release.set()
+    await held
+    assert (await asyncio.wait_for(other, 10), here) == (4, 2)
     assert [e.seq async for e in store.events("r2")] == [1, 2, 3, 4]
