@@ -27,9 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from aiohttp import web
 
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
+from reactive_rag import Engine
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement import Decision, PlannerView
+from reactive_rag.judgement.offline import OfflinePlanner
 from reactive_rag.server import ServerConfig, TenantConfig, create_app, hash_token
 
 COLLECTION = "chaos"

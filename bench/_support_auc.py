@@ -25,7 +25,7 @@ the ``head_auc_*`` figures, the score the verifier actually uses then.
 regression on the score's parts; the printed weights are what
 ``SupportWeights`` defaults were derived from) and, with ``--head``, the head
 (:func:`fit_head`); ``--write-head`` writes those head numbers to
-``reactive_rag/agent/data/support_head.json`` (or PATH): the same data and code
+``reactive_rag/judgement/offline/data/support_head.json`` (or PATH): the same data and code
 give the same file. Embedding every pair takes minutes; ``--vector-cache``
 keeps each pair's head features in a SQLite file for the next run. ``--writer`` checks the
 other side of the thresholds: how many of the extractive writer's claims on
@@ -58,11 +58,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from actors.text import tokenize  # noqa: E402
-from reactive_rag.agent import (  # noqa: E402
+from reactive_rag.agent import EntailmentModel
+from reactive_rag.judgement.offline import (
     DEFAULT_SUPPORT_HEAD_PATH,
     DEFAULT_SUPPORT_WEIGHTS,
     EmbeddingSupport,
-    EntailmentModel,
     HeadFeatures,
     SupportHeadError,
     SupportHeadWeights,
@@ -406,7 +406,8 @@ def extractive_claims_kept(
     import asyncio
 
     from actors.models import HashingEmbedder, MiniLMEmbedder
-    from reactive_rag.agent import ExtractiveWriter, verify
+    from reactive_rag.agent import verify
+    from reactive_rag.judgement.offline import ExtractiveWriter
     from streams import EvidenceChunk
 
     path = data_root(data_dir) / "hotpotqa_dev_300.jsonl"

@@ -46,7 +46,7 @@ from typing import Any
 
 from hotpot import fabricated, writer_evidence  # bench/ sibling (the script's folder)
 
-from reactive_rag._engine import Engine, RunResult
+from reactive_rag import Engine, RunResult
 from reactive_rag.index import CorpusIndex, Document
 
 DATA_DIR = Path(os.environ.get("REACTIVE_RAG_DATA", Path(__file__).resolve().parents[1].parent

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from answers import contains_gold, gold_answers
 from hotpot import DEFAULT_DATA, documents, final_docs, gold_titles, load
 
-from reactive_rag._engine import Engine, RunResult
+from reactive_rag import Engine, RunResult
 from reactive_rag.index import CorpusIndex
 from reactive_rag.run import Budget
 from streams import PlanDecided

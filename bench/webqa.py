@@ -62,7 +62,7 @@ from _simweb import QARow, SimWeb, parse_row, sim_scraper  # noqa: E402
 
 from actors.providers import ProviderSettings, TenantSearchConfig  # noqa: E402
 from actors.search import Searcher  # noqa: E402
-from reactive_rag._engine import Engine, RunResult  # noqa: E402
+from reactive_rag import Engine, RunResult  # noqa: E402
 from reactive_rag.index import CorpusIndex, Document  # noqa: E402
 from streams import (  # noqa: E402
     AnswerRequested,
@@ -313,7 +313,8 @@ async def _round_of(engine: Engine, question: str,
 def _predicted_searches(question: str) -> int | None:
     """How many searches the offline planner's first round plans (None: cannot tell)."""
     try:
-        from reactive_rag.agent import OfflinePlanner, PlannerView
+        from reactive_rag.judgement import PlannerView
+        from reactive_rag.judgement.offline import OfflinePlanner
 
         decision = OfflinePlanner().plan(PlannerView(question=question, round=1, evidence=(),
                                                      queries=()))

@@ -1,5 +1,5 @@
 import sys
 
-from ._cli import main
+from reactive_rag.cli import main
 
 sys.exit(main())

@@ -40,7 +40,7 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     # Empty today: issue 15 broke reactive_rag.server._app <-> _sessions and
     # reactive_rag.server <-> reactive_rag.tasks (the task routes moved into
     # the server). actors._actor -> actors._runtime and
-    # reactive_rag.conversation -> reactive_rag._engine are imports under
+    # reactive_rag.conversation -> reactive_rag.engine._engine are imports under
     # `if TYPE_CHECKING:` only, so not edges. Remove an entry once its cycle
     # is broken (test_every_known_cycle_is_still_there insists).
 }

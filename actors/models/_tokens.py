@@ -3,7 +3,7 @@
 A sentence vector says what a text is about; it barely moves when "raises"
 becomes "lowers". The token vectors it is pooled from keep each word in its
 context, so a caller can align two texts word by word (BERTScore-style). The
-verifier's support head (``reactive_rag.agent._support_head``) needs both for
+verifier's support head (``reactive_rag.judgement.offline._support_head``) needs both for
 the same four texts per claim, so one call returns both.
 """
 

@@ -16,6 +16,14 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Protocol
 
 from actors import Actor, ActorContext
+from reactive_rag.judgement import (
+    Decision,
+    PlannerPolicy,
+    PlannerView,
+    WriterPolicy,
+    planner_context_tokens,
+)
+from reactive_rag.judgement.offline import conflict_claims, named_hops, select_evidence
 from streams import (
     AnswerDelta,
     AnswerDrafted,
@@ -42,15 +50,6 @@ from streams import (
     VerifyFailed,
 )
 
-from ..run import conflict_claims
-from ._evidence_pick import named_hops, select_evidence
-from ._policy import (
-    Decision,
-    PlannerPolicy,
-    PlannerView,
-    WriterPolicy,
-    planner_context_tokens,
-)
 from ._verifier import lead_is_backed
 
 __all__ = [

@@ -49,11 +49,14 @@ from typing import Protocol, runtime_checkable
 from rapidfuzz import fuzz
 
 from actors.text import NEGATIONS, content_terms, tokenize
+from reactive_rag.judgement.offline import (
+    DEFAULT_SUPPORT_WEIGHTS,
+    LEAD_WORDS,
+    EmbeddingSupport,
+    SupportWeights,
+    support_score,
+)
 from streams import Claim, ClaimError, EvidenceChunk
-
-from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportWeights, support_score
-from ._support_head import EmbeddingSupport
-from ._yes_no import LEAD_WORDS
 
 _log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from actors.models import ChatModel
 from actors.providers import HealthChange
 from actors.scrape import Fetcher, ScraperActor
 from actors.search import Searcher
+from reactive_rag.run import RunController
 
-from ..run import RunController
 from ._chat import RecordingChatModel, ReplayChatModel
 from ._exceptions import CassetteError, CassetteFormatError, CassetteMiss
 from ._format import (

@@ -1,20 +1,29 @@
 """Conversations: follow-up questions read against earlier turns, with rolling history."""
 
-from ._conversation import Conversation
-from ._history import FOLD_EVERY, VERBATIM, HistorySummary, Turn
-from ._rewrite import Rewrite, rewrite_followup
-from ._state import PreparedTurn, SessionState, prepare_turn, record_turn
+from ._conversation import (
+    Conversation,
+)
+from ._history import (
+    FOLD_EVERY,
+    VERBATIM,
+    HistorySummary,
+    Turn,
+)
+from ._state import (
+    PreparedTurn,
+    SessionState,
+    prepare_turn,
+    record_turn,
+)
 
 __all__ = [
-    "FOLD_EVERY",
-    "VERBATIM",
     "Conversation",
+    "FOLD_EVERY",
     "HistorySummary",
     "PreparedTurn",
-    "Rewrite",
     "SessionState",
     "Turn",
+    "VERBATIM",
     "prepare_turn",
     "record_turn",
-    "rewrite_followup",
 ]

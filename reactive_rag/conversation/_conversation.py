@@ -9,7 +9,7 @@ from ._history import Turn
 from ._state import PreparedTurn, SessionState, prepare_turn, record_turn
 
 if TYPE_CHECKING:
-    from .._engine import Engine, RunHandle, RunResult
+    from reactive_rag.engine import Engine, RunHandle, RunResult
 
 __all__ = ["Conversation"]
 

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from actors.text import split_sentences
-from streams import EvidenceChunk
+
+from ..judgement import Turn
 
 __all__ = ["FOLD_EVERY", "SUMMARY_TOKENS", "VERBATIM", "HistorySummary", "Turn", "fold",
            "history_text"]
@@ -22,19 +23,6 @@ __all__ = ["FOLD_EVERY", "SUMMARY_TOKENS", "VERBATIM", "HistorySummary", "Turn",
 VERBATIM = 2
 FOLD_EVERY = 3
 SUMMARY_TOKENS = 200
-
-
-@dataclass(frozen=True, slots=True)
-class Turn:
-    """One question of a conversation and what its run ended with."""
-
-    run_id: str
-    question: str
-    standalone: str
-    outcome: str
-    answer: str = ""
-    evidence: tuple[EvidenceChunk, ...] = ()
-    """The chunks the answer cited, then the run's best others (capped): reusable later."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
+from reactive_rag.judgement import Rewrite
+from reactive_rag.judgement.offline import rewrite_followup
+from reactive_rag.run import RunContext
 from streams import EvidenceChunk, QueryRewritten
 
-from ..run import RunContext
 from ._history import HistorySummary, Turn, fold, history_text
-from ._rewrite import Rewrite, rewrite_followup
 
 if TYPE_CHECKING:
-    from .._engine import RunResult
+    from reactive_rag.engine import RunResult
 
 __all__ = ["EVIDENCE_PER_TURN", "PreparedTurn", "SessionState", "prepare_turn", "record_turn"]
 

@@ -29,8 +29,9 @@ from aiohttp import web
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
-from .._engine import Mode, RunHandle
-from ..server import CONFIG_KEY, CORPUS_TASK_KEY, MANAGER_KEY, request_tenant
+from reactive_rag.engine import Mode, RunHandle
+from reactive_rag.server import CONFIG_KEY, CORPUS_TASK_KEY, MANAGER_KEY, request_tenant
+
 from ._asgi import serve_asgi
 from ._tools import ToolScope, build_mcp_server
 

@@ -11,8 +11,9 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 
-from .._engine import Engine, Mode, RunHandle
-from ..server import Tenant, TenantConfig
+from reactive_rag.engine import Engine, Mode, RunHandle
+from reactive_rag.server import Tenant, TenantConfig
+
 from ._tools import ToolScope, build_mcp_server
 
 __all__ = ["LOCAL_TENANT", "local_scope", "serve_stdio"]

@@ -21,12 +21,18 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from actors.providers import ProviderError
+from reactive_rag.engine import Engine, Mode, RunHandle, RunResult
+from reactive_rag.index import (
+    Chunk,
+    ChunkNotFound,
+    CollectionNotFound,
+    CorpusError,
+    LocalCorpusProvider,
+)
+from reactive_rag.run import RunConfigError
+from reactive_rag.server import Problem, RunRequest, Tenant, resolve_collections
 from streams import AsyncSubscriber, Event, OverflowPolicy, RunStarted
 
-from .._engine import Engine, Mode, RunHandle, RunResult
-from ..index import Chunk, ChunkNotFound, CollectionNotFound, CorpusError, LocalCorpusProvider
-from ..run import RunConfigError
-from ..server import Problem, RunRequest, Tenant, resolve_collections
 from ._progress import progress_message
 
 __all__ = ["CitationOut", "ReadResult", "ResearchAnswer", "SearchHitOut", "SearchResult",

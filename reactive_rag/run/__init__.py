@@ -1,11 +1,20 @@
 """The run: a pure state machine with budgets and outcomes, and the controller hosting it."""
 
-from ._answerability import Answerability, AnswerabilityJudge, Verdict, limits_note, partial_note
-from ._budget import Budget
-from ._conflicts import conflict_claims, conflicts_for_answer, find_conflicts
-from ._context import RunContext
-from ._controller import RunController
-from ._exceptions import IllegalTransition, NoRunningLoop, RunConfigError, RunError
+from ._budget import (
+    Budget,
+)
+from ._context import (
+    RunContext,
+)
+from ._controller import (
+    RunController,
+)
+from ._exceptions import (
+    IllegalTransition,
+    NoRunningLoop,
+    RunConfigError,
+    RunError,
+)
 from ._machine import (
     CallResult,
     Command,
@@ -23,8 +32,6 @@ from ._machine import (
 )
 
 __all__ = [
-    "Answerability",
-    "AnswerabilityJudge",
     "Budget",
     "CallResult",
     "Command",
@@ -38,16 +45,10 @@ __all__ = [
     "RunController",
     "RunError",
     "RunState",
-    "Verdict",
     "call_signature",
     "chunk_from_hit",
-    "conflict_claims",
-    "conflicts_for_answer",
     "fall_back_to_rag",
-    "find_conflicts",
     "initial_state",
-    "limits_note",
-    "partial_note",
     "round_overlap",
     "saturated",
     "step",

@@ -14,7 +14,7 @@ limits and the arguments themselves. Results are applied in dispatch order,
 whatever order they arrive in, so a run's decisions do not depend on which
 provider answered first.
 
-Before the writer is asked, an injected answerability judge says whether the
+Before the writer is asked, the injected sufficiency judge says whether the
 chosen evidence covers every part of the question; the machine then writes,
 searches once more for the missing part, writes a *partial* answer that says
 what is missing, or ends with ``no_evidence``.
@@ -89,13 +89,10 @@ from streams import (
     WriteMode,
 )
 
-from ._answerability import Answerability, AnswerabilityJudge, limits_note, partial_note
+from ..judgement import Answerability, Judgement, limits_note, partial_note
 from ._budget import Budget
-from ._conflicts import conflicts_for_answer
 from ._exceptions import IllegalTransition
 from ._hygiene import clean_call
-from ._points import compress_round, point_chunks
-from ._soft_failures import spam_flags, stale_flag
 
 __all__ = [
     "CallResult",
@@ -229,7 +226,7 @@ class RunState:
     round_recalls: int = 0  # recall calls answered in this round
     context_tokens: int = 0  # what the planner was shown in its latest turn (plan.decided)
     extended: bool = False  # the run's one budget extension was granted
-    judge: AnswerabilityJudge | None = field(default=None, compare=False)
+    judgement: Judgement = field(default_factory=Judgement, compare=False)
     credibility: Credibility | None = field(default=None, compare=False)
 
     @property
@@ -253,17 +250,21 @@ def initial_state(
     budget: Budget | None = None,
     collections: Sequence[str] = (),
     selects: bool = False,
-    judge: AnswerabilityJudge | None = None,
+    judgement: Judgement | None = None,
     credibility: Credibility | None = None,
 ) -> RunState:
     """A fresh run waiting for its ``run.started``.
+
+    ``judgement``: the decisions about text the machine delegates (default: none,
+    every family off); the engine passes the offline or model-backed ones.
 
     ``selects``: an agent run asks a selector (``selection.requested``) to pick
     the writer's evidence from the final rerank's shortlist; otherwise the
     rerank's top ``final_evidence`` are used.
     """
     return RunState(mode=mode, question=question, budget=budget or Budget(),
-                    collections=tuple(collections), selects=selects, judge=judge,
+                    collections=tuple(collections), selects=selects,
+                    judgement=judgement or Judgement(),
                     credibility=credibility)
 
 
@@ -411,7 +412,8 @@ def _request_plan(state: RunState, out: list[Command]) -> _Step:
     new_points: tuple[KeyPoint, ...] = ()
     if b.compress_context:
         fresh = [c for i, c in state.evidence.items() if i not in state.pointed]
-        new_points = compress_round(state.question, fresh, state.round)
+        compress = state.judgement.points
+        new_points = compress(state.question, fresh, state.round) if compress else ()
         state = replace(state, points=(*state.points, *new_points),
                         pointed=state.pointed | {c.id for c in fresh})
     before = state.round_known_before
@@ -445,12 +447,13 @@ def _coverage(state: RunState, before: frozenset[str]
               ) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """The question's parts the held evidence covers, those the last round newly covered,
     and those still missing, by the run's answerability judge (typed parts, no prose)."""
-    if state.judge is None or not state.evidence:
+    judge = state.judgement.sufficiency
+    if judge is None or not state.evidence:
         return (), (), ()
     held = tuple(state.evidence.values())
-    now = state.judge(state.question, held, ())
+    now = judge(state.question, held, ())
     earlier = tuple(c for c in held if c.id in before)
-    was = state.judge(state.question, earlier, ()).covered if earlier else ()
+    was = judge(state.question, earlier, ()).covered if earlier else ()
     newly = tuple(p for p in now.covered if p not in was)
     return now.covered, newly, now.missing
 
@@ -790,9 +793,10 @@ def _soft_failures(state: RunState, flight: InFlight, hits: Sequence[Hit]
     flags: list[Event] = []
     notes: list[Feedback] = []
     kept = list(hits)
-    if web:
+    spam_check, stale_check = state.judgement.spam, state.judgement.stale
+    if web and spam_check is not None:
         weigh = state.credibility.for_url if state.credibility is not None else None
-        verdict = spam_flags(state.question, web, credibility=weigh)
+        verdict = spam_check(state.question, web, credibility=weigh)
         if verdict.flagged:
             kept = [h for h in hits if h.url not in verdict.dropped]
             reason = verdict.reason or (f"{len(verdict.mirrors)} copies of other results on "
@@ -803,7 +807,8 @@ def _soft_failures(state: RunState, flight: InFlight, hits: Sequence[Hit]
             if verdict.spam:
                 notes.append(Feedback(kind="spam", detail=reason, tool="search",
                                       call_id=call_id, query=query, hosts=verdict.hosts))
-    stale = stale_flag(state.question, kept, _dt.date.fromisoformat(state.today))
+    stale = (stale_check(state.question, kept, _dt.date.fromisoformat(state.today))
+             if stale_check is not None else None)
     if stale is not None:
         flags.append(ResultsFlagged(call_id=call_id, kind="stale", urls=stale.urls,
                                     reason=stale.reason))
@@ -815,11 +820,12 @@ def _soft_failures(state: RunState, flight: InFlight, hits: Sequence[Hit]
 def _page_spam(state: RunState, flight: InFlight, page: PageScraped,
                chunks: Sequence[EvidenceChunk]) -> tuple[tuple[Event, ...], tuple[Feedback, ...]]:
     """An opened page judged whole: a snippet is too short to show most spam."""
-    if not chunks:
+    spam_check = state.judgement.spam
+    if not chunks or spam_check is None:
         return (), ()
     text = " ".join(c.text for c in sorted(chunks, key=lambda c: c.position))
     as_hit = Hit(url=page.url, title=page.title, content=text, source="scraper")
-    verdict = spam_flags(state.question, [as_hit])
+    verdict = spam_check(state.question, [as_hit])
     if not verdict.spam:
         return (), ()
     host = verdict.spam[0].host
@@ -1032,10 +1038,11 @@ def _on_choosing(state: RunState, event: Event, out: list[Command]) -> _Step:
 
 def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
     """Ask the answerability judge about the chosen evidence, then act on its verdict."""
-    if state.judge is None:
+    judge = state.judgement.sufficiency
+    if judge is None:
         return _write(state, ids, out)
     chosen = [state.evidence[i] for i in ids]
-    judged = state.judge(state.question, chosen, tuple(state.evidence.values()))
+    judged = judge(state.question, chosen, tuple(state.evidence.values()))
     extra = tuple(i for i in judged.extra_ids if i in state.evidence and i not in ids)
     ids = ids + extra[: max(0, state.budget.final_evidence + 2 - len(ids))]
     searches = _gap_searches(state, judged) if judged.verdict != "answerable" else ()
@@ -1049,7 +1056,7 @@ def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
         state = replace(state, gap_rounds=state.gap_rounds + 1, queue=calls, phase=Phase.ACTING,
                         round_returned=frozenset(), round_known_before=frozenset(state.evidence),
                         # the points behind the chosen evidence come back in full
-                        expanded=state.expanded | point_chunks(state.points, ids))
+                        expanded=state.expanded | _point_chunks(state.points, ids))
         return _dispatch(state, out)
     if judged.verdict == "unanswerable":
         ran_out = (f"; the {state.exhausted.replace('_', ' ')} budget ran out"
@@ -1078,9 +1085,9 @@ def _write(state: RunState, ids: tuple[str, ...], out: list[Command],
     attempt = state.write_attempt + 1
     mode: WriteMode = "repair" if errors else state.write_mode
     conflicts = state.conflicts
-    if not errors:  # disagreements among the writer's evidence are announced once
-        events, conflicts = conflicts_for_answer(state.question, state.evidence, ids,
-                                                 state.credibility)
+    check = state.judgement.conflicts
+    if not errors and check is not None:  # disagreements among the writer's evidence, once
+        events, conflicts = check(state.question, state.evidence, ids, state.credibility)
         out.extend(events)
     out.append(AnswerRequested(mode=mode, attempt=attempt, evidence_ids=ids, errors=errors,
                                conflicts=conflicts))
@@ -1140,3 +1147,8 @@ def _after_bad_draft(state: RunState, errors: tuple[ClaimError, ...],
     return _done(state, Finish("degraded", reason=(
         f"evidence was found but no answer passed verification twice ({reasons})")), out)
 
+
+def _point_chunks(points: Iterable[KeyPoint], chunk_ids: Iterable[str]) -> frozenset[str]:
+    """Every chunk of the points that cite any of ``chunk_ids`` (what a citation reloads)."""
+    wanted = set(chunk_ids)
+    return frozenset(c for p in points if wanted.intersection(p.chunk_ids) for c in p.chunk_ids)

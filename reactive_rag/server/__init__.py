@@ -15,6 +15,7 @@ from ._app import (
     request_tenant,
 )
 from ._auth import Authenticator, Tenant, hash_token
+from ._bind import BindError, bind_listener
 from ._config import (
     DEFAULT_TENANT,
     EntailmentConfig,
@@ -31,9 +32,13 @@ from ._problems import PROBLEM_CODES, ProblemAppRunner
 from ._redact import RedactingAccessLogger
 from ._requests import CORPUS_TASK_KEY, resolve_collections
 from ._runs import ActiveRun, RunManager
+from ._serve import serve
 from ._sessions import SESSIONS_KEY, SessionManager, SessionRequest
 
 __all__ = [
+    "BindError",
+    "bind_listener",
+    "serve",
     "AUTH_KEY",
     "CONFIG_KEY",
     "CORPUS_TASK_KEY",

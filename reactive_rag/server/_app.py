@@ -27,17 +27,22 @@ from pydantic import ValidationError
 from actors.models import OpenAIChatClient
 from actors.providers import ProviderError
 from actors.search import Searcher
+from reactive_rag.engine import (
+    Engine,
+    RunResult,
+    chat_client,
+    chat_policies,
+    credibility_from,
+    entailment_client,
+)
+from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex
+from reactive_rag.judgement.model import ChatEntailment
+from reactive_rag.observability import RunMetrics
+from reactive_rag.run import RunConfigError
+from reactive_rag.store import LeaseKeeper, RunNotResumable, RunRecord, RunStore, SqliteRunStore
+from reactive_rag.web import add_web_routes
 from streams import Event, RunFinished, RunStarted
 
-from .._chat_setup import chat_client, chat_policies, entailment_client
-from .._engine import Engine, RunResult
-from .._research import credibility_from
-from ..agent import ChatEntailment
-from ..index import STDLIB_COLLECTION, CorpusIndex
-from ..observability import RunMetrics
-from ..run import RunConfigError
-from ..store import LeaseKeeper, RunNotResumable, RunRecord, RunStore, SqliteRunStore
-from ..web import add_web_routes
 from ._auth import Authenticator
 from ._collections import collection_openapi_paths, collection_routes
 from ._config import ServerConfig, TenantConfig
@@ -106,12 +111,12 @@ def make_store(target: str, *, read_only: bool = False, owner: str | None = None
         ValueError: a PostgreSQL URL that cannot be parsed.
     """
     if target.startswith(("postgresql://", "postgres://")):
-        from ..store import PostgresRunStore
+        from reactive_rag.store import PostgresRunStore
 
         return PostgresRunStore(target, read_only=read_only, owner=owner,
                                 lease_ttl_s=lease_ttl_s)
     if target.startswith(("redis://", "rediss://", "unix://")):
-        from ..store import RedisRunStore
+        from reactive_rag.store import RedisRunStore
 
         return RedisRunStore(target, read_only=read_only, owner=owner, lease_ttl_s=lease_ttl_s)
     path = target.removeprefix("sqlite://")

@@ -13,7 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ..index import CollectionInfo, CorpusError, CorpusIndex
+from reactive_rag.index import CollectionInfo, CorpusError, CorpusIndex
+
 from ._auth import Tenant
 from ._requests import ENGINE_KEY, request_tenant
 

@@ -63,9 +63,8 @@ from pydantic import (
 )
 
 from actors.providers import TenantSearchConfig
+from reactive_rag.engine import ChatConfig, EntailmentConfig, read_toml
 
-from .._chat_setup import ChatConfig, EntailmentConfig
-from .._toml import read_toml
 from ._exceptions import ConfigError
 
 __all__ = [
@@ -252,7 +251,7 @@ class ServerConfig(BaseModel):
         """A PostgreSQL URL is checked here, so ``serve`` refuses it before it starts."""
         if value.startswith(("postgresql://", "postgres://")):
             try:
-                from ..store import PostgresRunStore
+                from reactive_rag.store import PostgresRunStore
             except ImportError:
                 raise ValueError("a PostgreSQL store needs the postgres extra: "
                                  "pip install 'reactive-rag[postgres]'") from None

@@ -18,15 +18,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._engine import Engine, Mode
-from ..index import CorpusIndex
-from ..run import RunContext
-from ..store import RunStore
+from reactive_rag.engine import Engine, Mode
+from reactive_rag.index import CorpusIndex
+from reactive_rag.run import RunContext
+from reactive_rag.store import RunStore
+
 from ._config import SHARED_STORES, ServerConfig
 from ._exceptions import ConfigError
 
 if TYPE_CHECKING:
-    from .._replicas import EngineReplicas, StoreFactory, TenantEngineFactory
+    from reactive_rag.engine import EngineReplicas, StoreFactory, TenantEngineFactory
 
 __all__ = [
     "EngineFactory",
@@ -105,14 +106,14 @@ def replica_store_factory(config: ServerConfig, store: RunStore) -> StoreFactory
     """
     kind = type(store).__name__
     if kind == "RedisRunStore":  # (by name: the store modules are imported on first use)
-        from ..store import RedisRunStore
+        from reactive_rag.store import RedisRunStore
 
         assert isinstance(store, RedisRunStore)
         return functools.partial(RedisRunStore, store.url, prefix=store.prefix,
                                  lease_ttl_s=store.lease_ttl_s)
     target = config.store_target()
     if kind == "PostgresRunStore" and target.startswith(SHARED_STORES):
-        from ..store import PostgresRunStore
+        from reactive_rag.store import PostgresRunStore
 
         return functools.partial(PostgresRunStore, target, lease_ttl_s=store.lease_ttl_s)
     raise ConfigError(f"[replicas] needs a store every replica can reach (Redis or "
@@ -142,8 +143,7 @@ class ReplicaDispatcher:
             ConfigError: no ``[replicas]``, Ray missing, or a store replicas cannot share.
         """
         from actors import RayNotInstalled, RayOptions
-
-        from .._replicas import EngineReplicas
+        from reactive_rag.engine import EngineReplicas
 
         cfg = config.replicas
         if cfg is None:

@@ -16,7 +16,7 @@ from pydantic import (
     field_validator,
 )
 
-from ..run import Budget
+from reactive_rag.run import Budget
 
 __all__ = ["BUDGET_FIELDS", "RunRequest"]
 

@@ -18,9 +18,9 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMethod, HttpProcessingError, LineTooLong
 from aiohttp.web_request import BaseRequest
 
-from .._replicas import ReplicasUnavailable
-from ..run import RunConfigError
-from ..store import (
+from reactive_rag.engine import ReplicasUnavailable
+from reactive_rag.run import RunConfigError
+from reactive_rag.store import (
     InvalidCursor,
     RunNotFound,
     SessionNotFound,
@@ -28,6 +28,7 @@ from ..store import (
     StoreError,
     StoreUnavailable,
 )
+
 from ._exceptions import Problem
 from ._redact import redact_secrets
 

@@ -14,9 +14,10 @@ from typing import Any
 
 from aiohttp import web
 
-from .._engine import Engine
-from ..index import CorpusIndex
-from ..store import RunStore
+from reactive_rag.engine import Engine
+from reactive_rag.index import CorpusIndex
+from reactive_rag.store import RunStore
+
 from ._auth import Authenticator, Tenant
 from ._config import ServerConfig
 from ._problems import make_problem

@@ -26,11 +26,9 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from streams import Event
-
-from .._engine import Engine, Mode, RunHandle, RunObserver
-from ..run import RunContext
-from ..store import (
+from reactive_rag.engine import Engine, Mode, RunHandle, RunObserver
+from reactive_rag.run import RunContext
+from reactive_rag.store import (
     Recorder,
     RunMeta,
     RunNotResumable,
@@ -38,6 +36,8 @@ from ..store import (
     StoreError,
     StoreUnavailable,
 )
+from streams import Event
+
 from ._auth import Tenant
 from ._dispatch import RemoteRuns, RunDispatcher, RunOrder
 from ._exceptions import RateLimited

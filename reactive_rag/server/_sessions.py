@@ -27,11 +27,11 @@ from typing import Annotated, Any, cast
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
+from reactive_rag.conversation import PreparedTurn, SessionState, prepare_turn, record_turn
+from reactive_rag.engine import RunHandle, RunResult
+from reactive_rag.store import RunStore, SessionNotFound, StoreError, session_id_ok
 from streams import Event
 
-from .._engine import RunHandle, RunResult
-from ..conversation import PreparedTurn, SessionState, prepare_turn, record_turn
-from ..store import RunStore, SessionNotFound, StoreError, session_id_ok
 from ._auth import Tenant
 from ._config import SESSION_TTL_CAP_S, ServerConfig
 from ._models import RunRequest

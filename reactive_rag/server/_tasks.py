@@ -23,10 +23,10 @@ from typing import Any
 
 from aiohttp import web
 
+from reactive_rag.store import BackgroundTask
+from reactive_rag.tasks import DocumentNotFound, TaskFinished, TaskManager, UnknownTask
 from streams import Event, RunStream, follow
 
-from ..store import BackgroundTask
-from ..tasks import DocumentNotFound, TaskFinished, TaskManager, UnknownTask
 from ._exceptions import Problem
 from ._problems import make_problem
 from ._requests import ENGINE_KEY, STORE_KEY, json_body, request_tenant

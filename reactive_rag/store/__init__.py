@@ -7,7 +7,7 @@ owner with a lease (renewed by a :class:`LeaseKeeper`); runs of owners whose
 lease expired are marked interrupted by the others, and can be reopened.
 Conversation sessions (:class:`SessionRecord`, opaque JSON with a sliding TTL)
 are kept beside the runs, and so are background tasks (:class:`TaskStore`, part
-of :class:`RunStore`; ``_tasks_sqlite``/``_tasks_redis``/``_tasks_postgres`` implement it).
+of :class:`RunStore`; ``_tasks_sqlite`` and :mod:`.backends` implement it).
 
 :class:`RedisRunStore` and :class:`PostgresRunStore` are imported on first use,
 so the ``redis`` package, and ``psycopg`` (the ``postgres`` extra), are only
@@ -55,8 +55,7 @@ from ._resolve import resolve_run_id
 from ._sqlite import SqliteRunStore
 
 if TYPE_CHECKING:
-    from ._postgres import PostgresRunStore
-    from ._redis import RedisRunStore
+    from .backends import PostgresRunStore, RedisRunStore
 
 __all__ = [
     "AmbiguousRunId",
@@ -102,11 +101,11 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "PostgresRunStore":
-        from ._postgres import PostgresRunStore
+        from .backends import PostgresRunStore
 
         return PostgresRunStore
     if name == "RedisRunStore":
-        from ._redis import RedisRunStore
+        from .backends import RedisRunStore
 
         return RedisRunStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,10 +19,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from streams import Event, RunStream
-
-from ..index import ChunkNotFound, CollectionNotFound, CorpusIndex, chunk_id
-from ..store import (
+from reactive_rag.index import ChunkNotFound, CollectionNotFound, CorpusIndex, chunk_id
+from reactive_rag.store import (
     BackgroundTask,
     TaskAlreadyFinished,
     TaskNotFound,
@@ -30,6 +28,8 @@ from ..store import (
     TaskStore,
     TaskUpdate,
 )
+from streams import Event, RunStream
+
 from ._events import TaskFinished, TaskProgress, TaskStarted
 from ._exceptions import DocumentNotFound, UnknownTask
 from ._summary import SummaryState

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from actors.models import HashingEmbedder
-from reactive_rag import _cli_index
+from reactive_rag.cli import _index as _cli_index
 from reactive_rag.index import Document
 
 

@@ -10,9 +10,10 @@ import asyncio
 from pathlib import Path
 
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement import Decision, PlannerView
+from reactive_rag.judgement.offline import OfflinePlanner
 
 from ._corpus import DOCS
 

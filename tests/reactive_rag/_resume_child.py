@@ -14,7 +14,7 @@ import asyncio
 import os
 import sys
 
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.server import ServerConfig
 

@@ -15,9 +15,10 @@ from pathlib import Path
 from aiohttp import web
 
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement import Decision, PlannerView
+from reactive_rag.judgement.offline import OfflinePlanner
 from reactive_rag.server import ServerConfig, create_app
 
 DELAY_S = float(os.environ.get("CHILD_PLANNER_DELAY_S", "0.3"))

@@ -14,9 +14,10 @@ from aiohttp import ClientResponse, TCPConnector
 from aiohttp.test_utils import TestClient, TestServer
 
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex, Document
+from reactive_rag.judgement import Decision, PlannerView
+from reactive_rag.judgement.offline import OfflinePlanner
 from reactive_rag.server import ServerConfig, TenantConfig, create_app, hash_token
 from reactive_rag.store import RunStore, SqliteRunStore
 

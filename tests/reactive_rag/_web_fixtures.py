@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine, RunHandle
+from reactive_rag.engine._engine import Engine, RunHandle
 from reactive_rag.index import CorpusIndex
 from reactive_rag.run import RunConfigError
 from reactive_rag.web import add_web_routes

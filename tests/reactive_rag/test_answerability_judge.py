@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from reactive_rag.agent import analyse_question, judge_answerability
+from reactive_rag.judgement.offline import analyse_question, judge_answerability
 from streams import EvidenceChunk
 
 

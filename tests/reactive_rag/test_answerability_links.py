@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reactive_rag.agent import judge_answerability
+from reactive_rag.judgement.offline import judge_answerability
 from streams import EvidenceChunk
 
 

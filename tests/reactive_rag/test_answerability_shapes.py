@@ -5,8 +5,8 @@ Each rule is shown with the evidence it accepts and a near miss it still refuses
 
 from __future__ import annotations
 
-from reactive_rag.agent import judge_answerability
-from reactive_rag.agent._answerability import holds_new_value
+from reactive_rag.judgement.offline import judge_answerability
+from reactive_rag.judgement.offline._sufficiency import holds_new_value
 from streams import EvidenceChunk
 
 

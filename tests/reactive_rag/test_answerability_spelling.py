@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reactive_rag.agent import analyse_question, judge_answerability
+from reactive_rag.judgement.offline import analyse_question, judge_answerability
 from streams import EvidenceChunk
 
 

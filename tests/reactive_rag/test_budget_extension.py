@@ -6,10 +6,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
-from reactive_rag.run import Answerability, Budget, RunState, initial_state, step
+from reactive_rag.judgement import Answerability, Decision, PlannerView
+from reactive_rag.judgement.offline import OfflinePlanner, offline_judgement
+from reactive_rag.run import Budget, RunState, initial_state, step
 from streams import (
     BudgetExhausted,
     BudgetExtended,
@@ -43,7 +44,7 @@ def search(cid: str, query: str) -> ToolCall:
 
 
 def started(budget: Budget, judge: object = None) -> RunState:
-    state = initial_state(budget=budget, judge=judge)  # type: ignore[arg-type]
+    state = initial_state(budget=budget, judgement=offline_judgement(sufficiency=judge))  # type: ignore[arg-type]
     state, _ = step(state, RunStarted(question="Who wrote the report and when?", ts=100.0))
     return state
 

@@ -25,9 +25,6 @@ from actors.models import ChatRateLimited, OpenAIChatClient
 from actors.providers import TenantSearchConfig
 from actors.scrape import FetchConfig, Fetcher, FetchFailed, ScrapeConfig, ScraperActor, UrlGuard
 from actors.search import Searcher
-from reactive_rag._cli import main
-from reactive_rag._engine import Engine, RunResult
-from reactive_rag.agent import ChatPlanner, ChatWriter, Decision, PlannerView
 from reactive_rag.cassette import (
     Cassette,
     CassetteFormatError,
@@ -38,7 +35,11 @@ from reactive_rag.cassette import (
     describe_searcher,
     event_lanes,
 )
+from reactive_rag.cli._main import main
+from reactive_rag.engine._engine import Engine, RunResult
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement import Decision, PlannerView
+from reactive_rag.judgement.model import ChatPlanner, ChatWriter
 from streams import (
     ErrorInfo,
     Event,

@@ -31,10 +31,10 @@ from actors.models import (
     SchemaToolChat,
     tool_call_schema,
 )
-from reactive_rag._chat_setup import CHAT_QUIRKS, ChatQuirks, ChatRole, chat_policies
-from reactive_rag.agent._chat_planner import PLANNER_TOOLS, ChatPlanner
-from reactive_rag.agent._chat_writer import ChatWriter
-from reactive_rag.agent._policy import PlannerView
+from reactive_rag.engine._chat_setup import CHAT_QUIRKS, ChatQuirks, ChatRole, chat_policies
+from reactive_rag.judgement._policy import PlannerView
+from reactive_rag.judgement.model._planner import PLANNER_TOOLS, ChatPlanner
+from reactive_rag.judgement.model._writer import ChatWriter
 from streams import EvidenceChunk, QueryStat
 
 pytestmark = [pytest.mark.llm, pytest.mark.slow]

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from actors.models._chat import ChatMessage, ChatResult, OpenAIChatClient, RawToolCall
 from actors.models._chat_exceptions import ChatAuthError
-from reactive_rag.agent._chat_planner import ChatPlanner
-from reactive_rag.agent._policy import PlannerView
+from reactive_rag.judgement._policy import PlannerView
+from reactive_rag.judgement.model._planner import ChatPlanner
 from streams import EvidenceChunk, Feedback, QueryStat, SearchFilters, ToolCall
 from tests.actors._openai_fixtures import (
     FakeOpenAI,
@@ -829,7 +829,8 @@ async def test_llama_cpp_python_mode_sends_results_as_user_text_without_streamin
 
 
 async def test_the_planner_actor_publishes_the_policy_s_rejections_as_tool_rejected() -> None:
-    from reactive_rag.agent import Decision, PlannerActor, Rejection
+    from reactive_rag.agent import PlannerActor
+    from reactive_rag.judgement import Decision, Rejection
     from streams import PlanDecided, PlanRequested, RunStarted, ToolRejected
 
     class _Refusing:

@@ -10,7 +10,7 @@ import pytest
 
 from actors.models._chat import OpenAIChatClient
 from actors.models._chat_exceptions import ChatServerError
-from reactive_rag.agent._chat_writer import ChatWriter, parse_claims
+from reactive_rag.judgement.model._writer import ChatWriter, parse_claims
 from streams import Claim, ClaimError, EvidenceChunk
 from tests.actors._openai_fixtures import FakeOpenAI, Status, fake_openai, stream_reply
 

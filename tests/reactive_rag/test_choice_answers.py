@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from reactive_rag.agent import ExtractiveWriter, verify
-from reactive_rag.agent._choice import answer_choice
+from reactive_rag.agent import verify
 from reactive_rag.agent._verifier import lead_is_backed
+from reactive_rag.judgement.offline import ExtractiveWriter
+from reactive_rag.judgement.offline._choice import answer_choice
 from streams import EvidenceChunk
 
 ORLA = EvidenceChunk(id="orla", title="Orla Venn", text=(

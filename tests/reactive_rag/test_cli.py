@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reactive_rag._cli import main
+from reactive_rag.cli._main import main
 
 
 @pytest.fixture(scope="module")

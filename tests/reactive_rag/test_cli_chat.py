@@ -21,7 +21,7 @@ from typing import IO
 
 import pytest
 
-from reactive_rag._cli import main
+from reactive_rag.cli._main import main
 
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 120

@@ -7,12 +7,18 @@ from dataclasses import replace
 
 import pytest
 
-from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, PlannerView
-from reactive_rag.agent._policy import planner_context_tokens
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
-from reactive_rag.run import Answerability, Budget, Phase, RunState, initial_state, step
-from reactive_rag.run._points import MAX_POINTS, POINT_WORDS, compress_round, trim_words
+from reactive_rag.judgement import Answerability, Decision, PlannerView
+from reactive_rag.judgement._policy import planner_context_tokens
+from reactive_rag.judgement.offline import offline_judgement
+from reactive_rag.judgement.offline._points import (
+    MAX_POINTS,
+    POINT_WORDS,
+    compress_round,
+    trim_words,
+)
+from reactive_rag.run import Budget, Phase, RunState, initial_state, step
 from streams import (
     EvidenceChunk,
     Hit,
@@ -115,7 +121,7 @@ EVIDENCE = [chunk("classic#0", LONG, "2015 Diamond Head Classic"),
 def _after_round_one(budget: Budget | None = None,
                      judge: object = None) -> tuple[RunState, PlanRequested]:
     state = initial_state(budget=budget or Budget(compress_context=True),
-                          judge=judge)  # type: ignore[arg-type]
+                          judgement=offline_judgement(sufficiency=judge))  # type: ignore[arg-type]
     state, _ = step(state, RunStarted(question=QUESTION, ts=100.0))
     call = ToolCall(id="s1", tool="search", args={"query": "Diamond Head Classic MVP"})
     state, _ = step(state, PlanDecided(action="search", calls=(call,), ts=100.5))
@@ -260,14 +266,16 @@ def test_query_stats_keep_their_shape_in_a_compressed_request() -> None:
 
 async def test_a_compressed_run_folds_back_to_the_same_points_and_views(
         index: CorpusIndex) -> None:
-    from reactive_rag.agent import OfflinePlanner, PlannerActor
+    from reactive_rag.agent import PlannerActor
+    from reactive_rag.judgement.offline import OfflinePlanner
     from reactive_rag.run import RunController
 
     engine = Engine(index)
     result = await engine.ask("Who founded Bayer and when?", collections=["demo"],
                               budget={"compress_context": True})
     shown = tuple(p for e in result.events if isinstance(e, PlanRequested) for p in e.points)
-    controller = RunController(initial_state(budget=Budget(compress_context=True)))
+    controller = RunController(initial_state(budget=Budget(compress_context=True),
+                                             judgement=offline_judgement()))
     controller.restore(result.events)  # a crash resume folds the log through the machine
     assert controller.state.points == shown and shown
     planner = PlannerActor(OfflinePlanner())

@@ -7,17 +7,17 @@ from pathlib import Path
 import pytest
 
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine
 from reactive_rag.conversation import (
     FOLD_EVERY,
     VERBATIM,
     SessionState,
     Turn,
-    rewrite_followup,
 )
 from reactive_rag.conversation._history import SUMMARY_TOKENS, HistorySummary, fold
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
-from reactive_rag.session import PriorEvidenceProvider
+from reactive_rag.judgement.offline import rewrite_followup
+from reactive_rag.web_kb import PriorEvidenceProvider
 from streams import EvidenceChunk, QueryRewritten, SearchCompleted
 
 from ._corpus import DOCS

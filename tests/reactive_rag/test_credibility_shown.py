@@ -12,8 +12,8 @@ from actors.providers import CredibilitySettings
 from actors.rerank import Credibility
 from reactive_rag import Citation, RunResult
 from reactive_rag import Credibility as Reexported
-from reactive_rag._cli_ask import credibility_from, render_result, result_json
-from reactive_rag._console import summarize
+from reactive_rag.cli._ask import credibility_from, render_result, result_json
+from reactive_rag.cli._console import summarize
 from streams import (
     Claim,
     Conflict,

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from reactivex import operators as ops
 
-from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, OfflinePlanner, PlannerView
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement import Decision, PlannerView
+from reactive_rag.judgement.offline import OfflinePlanner
 from reactive_rag.run import RunConfigError
 from streams import AsyncSubscriber, Event, RerankRequested, ToolCall
 

@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from actors.models import OpenAIChatClient
-from reactive_rag._engine import Engine
-from reactive_rag.agent import ChatPlanner, ChatWriter
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement.model import ChatPlanner, ChatWriter
 from tests.actors._openai_fixtures import FakeOpenAI, Status, fake_openai, stream_reply
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine
-from reactive_rag.agent import Decision, PlannerView
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex, Document
+from reactive_rag.judgement import Decision, PlannerView
 from streams import QueriesExpanded, ReadCompleted, SearchCompleted, SearchRequested, ToolCall
 
 FILLER = ("The survey party crossed the northern moors in early spring, mapping streams, "

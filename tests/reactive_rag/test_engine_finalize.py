@@ -5,14 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from reactive_rag._engine import Engine
-from reactive_rag.agent import (
-    Decision,
-    Draft,
-    ExtractiveWriter,
-    PlannerView,
-)
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement import Decision, Draft, PlannerView
+from reactive_rag.judgement.offline import ExtractiveWriter
 from streams import ClaimError, EvidenceChunk, ToolCall, WriteMode
 
 

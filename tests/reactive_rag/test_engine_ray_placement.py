@@ -11,8 +11,8 @@ import pytest
 
 from actors.models import CachedEmbedder, FloatMatrix, HashingEmbedder, MiniLMEmbedder
 from actors.rerank import Credibility
-from reactive_rag._engine import Engine
-from reactive_rag._placement import (
+from reactive_rag.engine._engine import Engine
+from reactive_rag.engine._placement import (
     MiniLMRecipe,
     build_placements,
     parse_placement,

@@ -11,7 +11,7 @@ import pytest
 
 from actors import RayOptions
 from actors.models import HashingEmbedder
-from reactive_rag._replicas import EngineReplicas
+from reactive_rag.engine._replicas import EngineReplicas
 from reactive_rag.index import CorpusIndex
 from reactive_rag.store import RedisRunStore
 from streams import Event, RunFinished

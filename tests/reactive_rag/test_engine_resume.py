@@ -21,17 +21,12 @@ from actors.models import HashingEmbedder
 from actors.providers import TenantSearchConfig
 from actors.scrape import FetchConfig, ScrapeConfig, ScraperActor, UrlGuard
 from actors.search import Searcher
-from reactive_rag._engine import Engine, RunResult
-from reactive_rag.agent import (
-    ChatPlanner,
-    Decision,
-    Draft,
-    ExtractiveWriter,
-    OfflinePlanner,
-    PlannerView,
-    WriterActor,
-)
+from reactive_rag.agent import WriterActor
+from reactive_rag.engine._engine import Engine, RunResult
 from reactive_rag.index import CorpusIndex, Document
+from reactive_rag.judgement import Decision, Draft, PlannerView
+from reactive_rag.judgement.model import ChatPlanner
+from reactive_rag.judgement.offline import ExtractiveWriter, OfflinePlanner
 from reactive_rag.run import RunConfigError
 from reactive_rag.store import Recorder, RunMeta, SqliteRunStore
 from streams import (

@@ -9,7 +9,7 @@ import pytest
 from actors.models import HashingEmbedder
 from actors.providers import TenantSearchConfig
 from actors.search import Searcher
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex, Document
 from tests.actors._web_fixtures import Result, fake_web
 

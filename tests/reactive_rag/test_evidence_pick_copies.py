@@ -5,7 +5,7 @@ States and chunks are built directly; the machine's steps are driven with facts.
 
 from __future__ import annotations
 
-from reactive_rag.agent._evidence_pick import named_hops, select_evidence, title_keys
+from reactive_rag.judgement.offline._evidence_pick import named_hops, select_evidence, title_keys
 from reactive_rag.run import Phase, RunState, initial_state, step
 from streams import (
     AnswerRequested,

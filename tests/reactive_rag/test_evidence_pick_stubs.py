@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reactive_rag.agent._evidence_pick import select_evidence
+from reactive_rag.judgement.offline._evidence_pick import select_evidence
 from streams import EvidenceChunk
 
 

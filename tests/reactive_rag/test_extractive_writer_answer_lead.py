@@ -7,7 +7,9 @@ question, another number, a common word shared with the question).
 
 from __future__ import annotations
 
-from reactive_rag.agent import Draft, ExtractiveWriter, verify
+from reactive_rag.agent import verify
+from reactive_rag.judgement import Draft
+from reactive_rag.judgement.offline import ExtractiveWriter
 from streams import EvidenceChunk
 
 

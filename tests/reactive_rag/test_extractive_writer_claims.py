@@ -9,7 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.models import HashingEmbedder
-from reactive_rag.agent import Draft, ExtractiveWriter, verify
+from reactive_rag.agent import verify
+from reactive_rag.judgement import Draft
+from reactive_rag.judgement.offline import ExtractiveWriter
 from streams import ClaimError, EvidenceChunk
 
 DIAMOND = EvidenceChunk(

@@ -11,7 +11,7 @@ import pytest
 
 from actors.providers import ProviderNotConfigured, ProviderTimeout, ProviderUnavailable
 from actors.providers._protocol import SearchProvider
-from reactive_rag._reader import ReaderActor
+from reactive_rag.agent._reader import ReaderActor
 from reactive_rag.index import (
     ChunkingConfig,
     CorpusIndex,

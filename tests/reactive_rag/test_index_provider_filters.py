@@ -9,7 +9,7 @@ import pytest
 
 from actors.providers import FilteringProvider
 from actors.search import Searcher
-from reactive_rag._reader import ReaderActor
+from reactive_rag.agent._reader import ReaderActor
 from reactive_rag.index import (
     ChunkingConfig,
     CorpusIndex,

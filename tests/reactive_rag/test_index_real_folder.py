@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from reactive_rag._cli_index_progress import estimate_line, format_duration
+from reactive_rag.cli._index_progress import estimate_line, format_duration
 from reactive_rag.index import (
     DEFAULT_EMBED_RATE,
     SKIP_REASONS,

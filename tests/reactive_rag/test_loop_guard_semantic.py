@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.models import FloatMatrix, HashingEmbedder, l2_normalize
-from reactive_rag.agent import LoopGuard, normalize_query
+from reactive_rag.judgement.offline import LoopGuard, normalize_query
 from reactive_rag.run import Budget, round_overlap, saturated
 from streams import QueryStat
 

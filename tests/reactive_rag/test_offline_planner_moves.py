@@ -11,10 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reactive_rag.agent import (
-    Decision,
+from reactive_rag.judgement import Decision, PlannerView
+from reactive_rag.judgement.offline import (
     OfflinePlanner,
-    PlannerView,
     desubjectivize,
     extract_entities,
     normalize_query,

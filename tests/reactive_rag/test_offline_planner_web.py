@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from reactive_rag.agent import OfflinePlanner, PlannerView
+from reactive_rag.judgement import PlannerView
+from reactive_rag.judgement.offline import OfflinePlanner
 from streams import EvidenceChunk, Feedback, QueryStat
 
 Q = "Which river flows through the capital of the Kingdom of Lirea?"

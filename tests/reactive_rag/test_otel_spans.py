@@ -18,8 +18,8 @@ from actors.models import OpenAIChatClient
 from actors.providers import ProviderError
 from actors.search import Searcher
 from reactive_rag import Engine
-from reactive_rag.agent import ChatPlanner, ChatWriter
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement.model import ChatPlanner, ChatWriter
 from reactive_rag.observability import RunMetrics, RunTracer
 from streams import Hit, SearchRequested
 from tests.actors._openai_fixtures import FakeOpenAI, Status, fake_openai, stream_reply

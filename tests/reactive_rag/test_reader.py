@@ -9,7 +9,7 @@ import pytest
 
 from actors import ActorRun
 from actors.models import HashingEmbedder
-from reactive_rag._reader import ReaderActor
+from reactive_rag.agent._reader import ReaderActor
 from reactive_rag.index import ChunkingConfig, CorpusIndex, Document
 from streams import ReadCompleted, ReadFailed, ReadRequested
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from actors import RayOptions, init_ray, ray_module
-from reactive_rag._replicas import EngineReplicas
+from reactive_rag.engine._replicas import EngineReplicas
 from reactive_rag.store import RedisRunStore
 from streams import RunFinished
 

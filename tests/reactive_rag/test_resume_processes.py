@@ -159,7 +159,7 @@ def test_kill_9_mid_run_then_resume_over_http_the_cli_and_at_start_up(
     check_log(stored(store, by_http)[2], resumes=1)
     # 3. the CLI resumes the second run in its own process (the third stays running)
     cli = subprocess.run(
-        [sys.executable, "-m", "reactive_rag._cli", "resume", by_cli, "--store", str(store),
+        [sys.executable, "-m", "reactive_rag.cli._main", "resume", by_cli, "--store", str(store),
          "--root", str(default_index), "--json"], cwd=REPO, capture_output=True, timeout=60,
         env={**os.environ, "PYTHONPATH": str(REPO)})
     assert cli.returncode == 0, cli.stderr.decode()
@@ -169,7 +169,7 @@ def test_kill_9_mid_run_then_resume_over_http_the_cli_and_at_start_up(
     assert (status_cli, outcome_cli) == ("finished", "answered")
     check_log(events_cli, resumes=1)
     again = subprocess.run(
-        [sys.executable, "-m", "reactive_rag._cli", "resume", by_cli, "--store", str(store),
+        [sys.executable, "-m", "reactive_rag.cli._main", "resume", by_cli, "--store", str(store),
          "--root", str(default_index)], cwd=REPO, capture_output=True, timeout=60,
         env={**os.environ, "PYTHONPATH": str(REPO)})
     said = " ".join(again.stderr.decode().split())  # (the console wraps long lines)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from actors.search import Searcher, SearcherActor
-from reactive_rag._engine import _restore
+from reactive_rag.engine._engine import _restore
 from streams import EvidenceChunk, EvidenceRegistered, Hit, SearchCompleted
 
 

@@ -9,16 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from reactive_rag.run import (
-    Answerability,
-    Budget,
-    Finish,
-    Phase,
-    RunState,
-    call_signature,
-    initial_state,
-    step,
-)
+from reactive_rag.judgement import Answerability
+from reactive_rag.judgement.offline import offline_judgement
+from reactive_rag.run import Budget, Finish, Phase, RunState, call_signature, initial_state, step
 from streams import (
     AnswerabilityJudged,
     AnswerDrafted,
@@ -63,7 +56,7 @@ class FixedJudge:
 def selecting(judge: FixedJudge, *, mode: str = "agent", budget: Budget | None = None,
               held: Sequence[str] = ("a", "b")) -> RunState:
     """A run that holds evidence and has just asked for the final rerank."""
-    state = initial_state(budget=budget, judge=judge)
+    state = initial_state(budget=budget, judgement=offline_judgement(sufficiency=judge))
     state, _ = step(state, RunStarted(question=QUESTION, mode=mode, ts=100.0))
     return replace(state, phase=Phase.SELECTING, write_mode="answer", tool_calls=1, steps=1,
                    evidence={i: chunk(i) for i in held})
@@ -185,7 +178,7 @@ def test_after_the_gap_round_the_planner_is_asked_again_then_judged_again() -> N
 
 def test_finalizer_answer_carries_a_plain_note_about_the_limit() -> None:
     judge = FixedJudge(ANSWERABLE)
-    state = initial_state(budget=Budget(wall_s=5.0), judge=judge)
+    state = initial_state(budget=Budget(wall_s=5.0), judgement=offline_judgement(sufficiency=judge))
     state, _ = step(state, RunStarted(question=QUESTION, ts=100.0))
     state = replace(state, evidence={"a": chunk("a")})
     state, cmds = step(state, BudgetExhausted(resource="wall_clock", used=5.0, limit=5.0,
@@ -200,7 +193,7 @@ def test_finalizer_answer_carries_a_plain_note_about_the_limit() -> None:
 
 def test_finalizer_with_unanswering_evidence_ends_no_evidence_and_names_the_budget() -> None:
     judge = FixedJudge(NONE)
-    state = initial_state(budget=Budget(max_tool_calls=1), judge=judge)
+    state = initial_state(budget=Budget(max_tool_calls=1), judgement=offline_judgement(sufficiency=judge))
     state, _ = step(state, RunStarted(question=QUESTION, ts=100.0))
     state = replace(state, evidence={"a": chunk("a")}, tool_calls=1, phase=Phase.PLANNING)
     state, cmds = step(state, PlanDecided(action="search", calls=(
@@ -213,7 +206,7 @@ def test_finalizer_with_unanswering_evidence_ends_no_evidence_and_names_the_budg
 
 
 def test_without_a_judge_the_machine_writes_as_before() -> None:
-    state = initial_state()
+    state = initial_state(judgement=offline_judgement(sufficiency=None))
     state, _ = step(state, RunStarted(question=QUESTION, ts=100.0))
     state = replace(state, phase=Phase.SELECTING, evidence={"a": chunk("a")})
     state, cmds = final_rerank(state, ["a"])

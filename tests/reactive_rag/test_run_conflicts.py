@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from actors import ActorContext
 from actors.rerank import Credibility
 from actors.text import content_terms
-from reactive_rag.agent import Draft, WriterActor, render_answer, verify
-from reactive_rag.run import conflict_claims, conflicts_for_answer, find_conflicts
+from reactive_rag.agent import WriterActor, render_answer, verify
+from reactive_rag.judgement import Draft
+from reactive_rag.judgement.offline import conflict_claims, conflicts_for_answer, find_conflicts
 from streams import (
     AnswerDelta,
     AnswerDrafted,

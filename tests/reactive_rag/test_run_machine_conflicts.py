@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from reactive_rag.judgement.offline import offline_judgement
 from reactive_rag.run import Phase, initial_state, step
 from streams import (
     AnswerDrafted,
@@ -29,7 +30,7 @@ def of(commands: list, cls: type) -> list:  # type: ignore[type-arg]
 
 
 def selecting(*chunks: EvidenceChunk):  # type: ignore[no-untyped-def]
-    state, _ = step(initial_state(), RunStarted(question=QUESTION, ts=100.0))
+    state, _ = step(initial_state(judgement=offline_judgement()), RunStarted(question=QUESTION, ts=100.0))
     return replace(state, phase=Phase.SELECTING, evidence={c.id: c for c in chunks})
 
 

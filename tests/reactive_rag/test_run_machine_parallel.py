@@ -5,6 +5,7 @@ States are built directly; every reply is a fact handed to ``step``.
 
 from __future__ import annotations
 
+from reactive_rag.judgement.offline import offline_judgement
 from reactive_rag.run import Budget, Phase, RunState, initial_state, step
 from streams import (
     ActorFailed,
@@ -57,7 +58,7 @@ def search(cid: str, query: str, **args: object) -> ToolCall:
 
 
 def started(budget: Budget | None = None, **kw: object) -> RunState:
-    state = initial_state(budget=budget, **kw)  # type: ignore[arg-type]
+    state = initial_state(budget=budget, judgement=offline_judgement(sufficiency=None), **kw)  # type: ignore[arg-type]
     state, _ = step(state, RunStarted(question="Who founded the lab?", ts=1_700_000_000.0))
     return state
 
@@ -285,7 +286,7 @@ def test_the_local_corpus_is_never_judged_as_spam() -> None:
 
 
 def test_results_all_older_than_the_asked_period_are_flagged_stale_for_a_retry() -> None:
-    state = initial_state()
+    state = initial_state(judgement=offline_judgement(sufficiency=None))
     state, _ = step(state, RunStarted(question="Who ran the lab last year?",
                                       ts=1_700_000_000.0))  # 2023-11-14
     state, _ = plan(state, search("a", "lab director"))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reactive_rag._cli import main as cli_main
-from reactive_rag._cli_serve import add_serve_commands
+from reactive_rag.cli._main import main as cli_main
+from reactive_rag.cli._serve import add_serve_commands
 from reactive_rag.server import EventFeed
 from reactive_rag.store import Recorder, RunMeta, SqliteRunStore
 from streams import BudgetTick, Event, RunFinished, RunStarted, RunStream, SearchRequested

@@ -15,7 +15,7 @@ from aiohttp import ClientSession, web
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 from reactive_rag.server import ServerConfig, create_app
 
 from ._server_fixtures import build_index, two_tenants

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.server import ServerConfig, create_app
 from reactive_rag.server._app import STORE_KEY

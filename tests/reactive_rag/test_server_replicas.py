@@ -35,7 +35,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from actors.models import HashingEmbedder
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.server import (
     MANAGER_KEY,

@@ -23,7 +23,7 @@ import pytest
 from aiohttp import TCPConnector
 from aiohttp.test_utils import TestClient, TestServer
 
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.server import ConfigError, ServerConfig, create_app, hash_token
 from tests.actors._openai_fixtures import FakeOpenAI, JsonBody, fake_openai

@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.server import MANAGER_KEY, STORE_KEY
 from reactive_rag.store import RunMeta, SqliteRunStore

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reactive_rag.agent import Decision, PlannerView
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement import Decision, PlannerView
 from reactive_rag.server import ConfigError, ServerConfig, hash_token
 from streams import ToolCall
 

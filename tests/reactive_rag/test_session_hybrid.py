@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from actors.models import HashingEmbedder
-from reactive_rag.session import HybridSessionIndex, SessionKnowledgeBase, SessionStore
+from reactive_rag.web_kb import HybridSessionIndex, SessionKnowledgeBase, SessionStore
 from streams import EvidenceChunk, Hit
 
 from .test_session_kb import DELTA

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-import reactive_rag.session as session_pkg
-from reactive_rag.session import (
+import reactive_rag.web_kb as session_pkg
+from reactive_rag.web_kb import (
     Bm25SessionIndex,
     SessionClosed,
     SessionIndex,

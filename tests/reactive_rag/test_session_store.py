@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from reactive_rag.session import SessionClosed, SessionStore
+from reactive_rag.web_kb import SessionClosed, SessionStore
 from streams import Hit
 
 

@@ -12,7 +12,7 @@ import datetime as dt
 
 import pytest
 
-from reactive_rag.run._soft_failures import SpamVerdict, spam_flags, stale_flag
+from reactive_rag.judgement.offline._soft_failures import SpamVerdict, spam_flags, stale_flag
 from streams import Hit
 
 QUESTION = "How deep is Lake Orvelle?"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reactive_rag.run._soft_failures import spam_flags
+from reactive_rag.judgement.offline._soft_failures import spam_flags
 from streams import Hit
 
 QUESTION = "Which river flows through the capital of the Kingdom of Lirea?"

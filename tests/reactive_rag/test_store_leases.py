@@ -569,7 +569,7 @@ def test_server_config_takes_the_owner_and_lease_ttl_from_file_env_and_overrides
 def test_serve_has_an_owner_flag() -> None:
     import argparse
 
-    from reactive_rag._cli_serve import add_serve_commands
+    from reactive_rag.cli._serve import add_serve_commands
 
     parser = argparse.ArgumentParser()
     add_serve_commands(parser.add_subparsers(dest="command"))

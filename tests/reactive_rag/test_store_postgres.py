@@ -36,7 +36,7 @@ from reactive_rag.store import (
     StoreError,
     StoreUnavailable,
 )
-from reactive_rag.store._postgres import SCHEMA_VERSION
+from reactive_rag.store.backends._postgres import SCHEMA_VERSION
 from streams import Event, RunFinished, RunStarted, RunStream, SearchRequested
 
 from .._eventually import eventually

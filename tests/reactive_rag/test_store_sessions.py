@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from reactive_rag.session import SessionStore
 from reactive_rag.store import (
     RedisRunStore,
     RunMeta,
@@ -27,6 +26,7 @@ from reactive_rag.store import (
     StoreReadOnly,
 )
 from reactive_rag.store._sqlite import SCHEMA_VERSION
+from reactive_rag.web_kb import SessionStore
 
 from ._store_fixtures import BACKENDS, NEEDS_REDIS, AnyStore, Clock, drop_namespace, make_store
 

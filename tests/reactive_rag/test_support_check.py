@@ -22,22 +22,19 @@ from hypothesis import strategies as st
 
 from actors import ActorContext
 from actors.models import OpenAIChatClient
-from reactive_rag._cli import main as cli_main
-from reactive_rag._engine import Engine
 from reactive_rag.agent import (
     DEFAULT_SUPPORT_THRESHOLD,
-    DEFAULT_SUPPORT_WEIGHTS,
     AsyncEntailmentModel,
-    ChatEntailment,
-    EntailmentError,
     EntailmentModel,
-    SupportWeights,
     VerifierActor,
-    support_score,
     verify,
     verify_async,
 )
+from reactive_rag.cli._main import main as cli_main
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement.model import ChatEntailment, EntailmentError
+from reactive_rag.judgement.offline import DEFAULT_SUPPORT_WEIGHTS, SupportWeights, support_score
 from reactive_rag.server import ConfigError, ServerConfig
 from reactive_rag.server._app import _entailment_client
 from streams import (

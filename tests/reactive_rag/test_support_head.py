@@ -1,4 +1,4 @@
-"""The embedding head on the verifier's support score (reactive_rag/agent/_support_head.py).
+"""The embedding head on the verifier's support score (reactive_rag/judgement/offline/_support_head.py).
 
 With the shipped MiniLM weights the head must order a supported paraphrase
 above its contradiction, never rescue a claim the exact-fact checks drop, fall
@@ -24,8 +24,10 @@ from actors.models import (
     MiniLMEmbedder,
     TokenVectors,
 )
-from reactive_rag._engine import Engine
-from reactive_rag.agent import (
+from reactive_rag.agent import verify, verify_async
+from reactive_rag.engine._engine import Engine
+from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement.offline import (
     DEFAULT_SUPPORT_HEAD_PATH,
     EmbeddingSupport,
     SupportHeadError,
@@ -34,10 +36,7 @@ from reactive_rag.agent import (
     load_support_head,
     polarity_flips,
     support_score,
-    verify,
-    verify_async,
 )
-from reactive_rag.index import CorpusIndex
 from streams import Claim, EvidenceChunk
 from tests._bench import bench_module
 

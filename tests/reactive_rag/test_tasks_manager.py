@@ -311,7 +311,7 @@ async def test_http_tasks_are_scoped_to_their_tenant(api: tuple[str, Any]) -> No
 
 async def test_the_server_mounts_tasks_with_its_tenants_and_scopes(
         index: CorpusIndex, tmp_path: Path) -> None:
-    from reactive_rag._engine import Engine
+    from reactive_rag.engine._engine import Engine
     from reactive_rag.server import ServerConfig, TenantConfig, create_app, hash_token
 
     config = ServerConfig(port=0, store=str(tmp_path / "runs.db"), tenants={

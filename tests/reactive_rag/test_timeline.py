@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from reactive_rag._timeline import build_timeline, render_timeline
+from reactive_rag.cli._timeline import build_timeline, render_timeline
 from streams import (
     ActorFailed,
     AnswerDrafted,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from actors.providers import ProviderUnavailable
 from actors.search import Searcher
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 from reactive_rag.store import Recorder, RunMeta, SqliteRunStore
 from streams import Hit
 

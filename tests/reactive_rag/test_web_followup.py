@@ -21,7 +21,7 @@ import pytest
 from aiohttp import web
 
 from actors.search import Searcher
-from reactive_rag._engine import Engine
+from reactive_rag.engine._engine import Engine
 
 from . import test_web_page as _page_tests
 from ._web_fixtures import DropProxy, SlowProvider, demo_index, standin_app

@@ -2,7 +2,7 @@
 
 A run with a web provider that is down: the swimlane panel shows a lane per
 actor and per provider, a bar per call, the failing provider's bars red, and
-the same lanes and bars as the Python model (``reactive_rag._timeline``) draws
+the same lanes and bars as the Python model (``reactive_rag.cli._timeline``) draws
 from the same events. Then the polish: mode and collections come back when the
 page re-attaches, the server's collections are offered, the passage view
 closes, the evidence list scrolls visibly, no empty pill, a favicon, and an
@@ -27,8 +27,8 @@ from aiohttp import web
 
 from actors.providers import ProviderUnavailable
 from actors.search import Searcher
-from reactive_rag._engine import Engine
-from reactive_rag._timeline import build_timeline
+from reactive_rag.cli._timeline import build_timeline
+from reactive_rag.engine._engine import Engine
 from reactive_rag.index import Document
 from streams import Hit, decode_json
 

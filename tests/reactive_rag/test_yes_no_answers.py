@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from reactive_rag.agent import ExtractiveWriter, render_answer, verify
+from reactive_rag.agent import render_answer, verify
 from reactive_rag.agent._verifier import lead_is_backed
-from reactive_rag.agent._yes_no import answer_yes_no
+from reactive_rag.judgement.offline import ExtractiveWriter
+from reactive_rag.judgement.offline._yes_no import answer_yes_no
 from streams import Claim, EvidenceChunk
 
 

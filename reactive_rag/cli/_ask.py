@@ -1,0 +1,439 @@
+"""``reactive-rag ask`` and ``reactive-rag demo``: a run with a live view of its stream.
+
+``--record FILE`` tapes the run's outside responses and ``--replay FILE`` runs it again
+from the tape alone (see :mod:`reactive_rag.cassette`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+
+from actors.models import ChatModel, OpenAIChatClient
+from actors.providers import CredibilitySettings, ProviderError, load_search_config
+from actors.rerank import Credibility
+from actors.scrape import ScraperActor
+from actors.search import Searcher
+from reactive_rag.cassette import (
+    Cassette,
+    CassetteError,
+    CassetteHeader,
+    CassetteSetup,
+    ChatSetup,
+    describe_searcher,
+)
+from reactive_rag.engine import CHAT_QUIRKS, Engine, RunResult, chat_policies, credibility_from
+from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex
+from reactive_rag.judgement import PlannerPolicy, WriterPolicy
+from reactive_rag.judgement.model import ChatEntailment
+from reactive_rag.run import Budget, RunConfigError
+from streams import AsyncSubscriber, ConflictDetected, OverflowPolicy
+
+from ._console import EventPrinter, conflict_sides
+from ._store import add_store_options, store_result, warn_unstored
+
+__all__ = ["DEMO_QUESTION", "RunSetup", "add_ask_commands", "add_run_setup_options",
+           "build_engine", "credibility_from", "ensure_default_corpus", "live_setup",
+           "parse_budget", "render_result", "report_result", "result_json"]
+
+DEMO_QUESTION = "How can I cache the results of an expensive function call?"
+
+
+def add_ask_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``ask`` and ``demo`` on the main CLI parser."""
+    ask = subparsers.add_parser(
+        "ask", help="answer a question with verified citations, showing the run live",
+        description="Runs the agent (or one-shot RAG) over local collections and prints its "
+        "event stream live, then the answer with numbered citations and their quotes.")
+    ask.add_argument("question", nargs="?", help="the question (with --replay: the recorded one)")
+    add_run_setup_options(ask)
+    add_store_options(ask)
+    ask.set_defaults(func=_cmd_ask, default_question=None)
+    demo = subparsers.add_parser(
+        "demo", help="index the bundled default corpus (first time) and answer a question",
+        description="Builds (or reuses) the standard-library documentation index and asks "
+        "a real question over it, showing the whole run.")
+    demo.add_argument("question", nargs="?", help=f"default: {DEMO_QUESTION!r}")
+    add_run_setup_options(demo)
+    add_store_options(demo)
+    demo.set_defaults(func=_cmd_ask, default_question=DEMO_QUESTION)
+
+
+def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -> None:
+    """The options a run is set up from (engine, collections, budget, models, live view).
+
+    ``one_run=False`` leaves out what only fits a single run (``--json``, ``--record``,
+    ``--replay``), for commands that start many runs (``chat``).
+    """
+    p.add_argument("--collection", "-c", action="append", dest="collections",
+                   help=f"collection to search (repeatable; default {STDLIB_COLLECTION})")
+    p.add_argument("--mode", choices=("agent", "rag"), default=None, help="default: agent")
+    p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
+                   help="override a budget limit, e.g. max_tool_calls=4 or wall_s=30")
+    if one_run:
+        p.add_argument("--json", action="store_true",
+                       help="print the result as one JSON object, and nothing else "
+                            "(no live view or notes on stderr unless --verbose)")
+        p.add_argument("--verbose", "-v", action="store_true",
+                       help="with --json: also show the live view and notes on stderr")
+    p.add_argument("--quiet", "-q", action="store_true", help="no live event view")
+    p.add_argument("--progress", action="store_true", help="show budget ticks in the live view")
+    p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
+    p.add_argument("--web", action="store_true",
+                   help="also search the web with the configured providers (see README)")
+    p.add_argument("--model-url", default=os.environ.get("REACTIVE_RAG_CHAT_URL"),
+                   help="OpenAI-compatible chat server for the planner and writer "
+                        "(default: $REACTIVE_RAG_CHAT_URL; none: offline policies)")
+    p.add_argument("--model", default=os.environ.get("REACTIVE_RAG_CHAT_MODEL", "default"),
+                   help="model name sent to the chat server")
+    p.add_argument("--model-quirks", choices=CHAT_QUIRKS,
+                   default=os.environ.get("REACTIVE_RAG_CHAT_QUIRKS", "none"),
+                   help="work around a server's limits (llama-cpp-python: no streamed tool "
+                        "calls, tool results sent as user messages; no-tool-template: "
+                        "tool calls through a JSON-schema-constrained reply)")
+    p.add_argument("--entailment-url", default=os.environ.get("REACTIVE_RAG_ENTAILMENT_URL"),
+                   help="OpenAI-compatible chat server that must also judge that each quote "
+                        "entails its claim (default: $REACTIVE_RAG_ENTAILMENT_URL; none: the "
+                        "offline checks only)")
+    p.add_argument("--entailment-model",
+                   default=os.environ.get("REACTIVE_RAG_ENTAILMENT_MODEL", "default"),
+                   help="model name sent to the entailment server")
+    if not one_run:
+        p.set_defaults(json=False, verbose=False, record=None, replay=None)
+        return
+    tape = p.add_mutually_exclusive_group()
+    tape.add_argument("--record", type=Path, metavar="FILE",
+                      help="store every search response, fetched page and chat completion "
+                           "of the run in FILE (JSON lines), to --replay it later")
+    tape.add_argument("--replay", type=Path, metavar="FILE",
+                      help="run a --record FILE again with no network, provider config or "
+                           "API keys: question, options and run id come from the file")
+
+
+def parse_budget(items: list[str]) -> dict[str, Any]:
+    """``--budget NAME=VALUE`` items as budget overrides (numbers; ``true``/``false``)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name:
+            raise RunConfigError(f"--budget takes NAME=VALUE, got {item!r}")
+        if raw.strip().lower() in ("true", "false"):  # a switch, e.g. compress_context=true
+            out[name.strip()] = raw.strip().lower() == "true"
+            continue
+        try:
+            out[name.strip()] = int(raw) if raw.strip().lstrip("-").isdigit() else float(raw)
+        except ValueError as exc:
+            raise RunConfigError(f"--budget {name}: {raw!r} is not a number") from exc
+    return out
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    console = Console(highlight=False, stderr=args.json)
+    if args.json and not args.verbose:
+        args.quiet = True  # --json: the one JSON object, nothing else unless asked
+    try:
+        budget = parse_budget(args.budget)
+        result = asyncio.run(_ask(args, console, budget))
+    except RunConfigError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        return 2
+    if args.keep:
+        problem = store_result(result, args.store)
+        if problem is not None:
+            warn_unstored(problem)
+    return report_result(result, console, as_json=args.json)
+
+
+def report_result(result: RunResult, console: Console, *, as_json: bool) -> int:
+    """Print a finished run (rendered, or one JSON object); its exit status."""
+    if as_json:
+        print(json.dumps(result_json(result), ensure_ascii=False))
+    else:
+        render_result(result, console)
+    return 0 if result.answered or result.outcome in ("partial", "no_evidence") else 1
+
+
+@dataclass
+class RunSetup:
+    """What one ``ask`` run is built from, live or replayed, and what to close after it."""
+
+    start: dict[str, Any]
+    credibility: Credibility
+    web: Searcher | None = None
+    compression: Literal["none", "rag"] = "none"
+    planner: Callable[[], PlannerPolicy] | None = None
+    writer: Callable[[], WriterPolicy] | None = None
+    entailment: ChatEntailment | None = None
+    scraper: Callable[[], ScraperActor] | None = None
+    cassette: Cassette | None = None
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        for close in self.closers:
+            with contextlib.suppress(Exception):
+                await close()
+        if self.cassette is not None:
+            self.cassette.close()
+
+
+async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any]) -> RunResult:
+    setup = _replayed(args, budget) if args.replay else _live(args, budget)
+    engine = build_engine(args, setup)
+    started = False
+    try:
+        await ensure_default_corpus(engine, console, setup.start["collections"], args.quiet)
+        handle = engine.start(**setup.start)
+        started = True
+        view: AsyncSubscriber | None = None
+        if not args.quiet:
+            printer = EventPrinter(console, show_progress=args.progress)
+            view = AsyncSubscriber(printer, name="terminal", maxsize=10_000,
+                                   policy=OverflowPolicy.DROP_NORMAL).attach(handle.stream)
+        result = await handle.wait()
+        if view is not None:
+            await view.wait()
+        return result
+    finally:
+        await engine.aclose()
+        if not started and setup.cassette is not None and setup.cassette.mode == "record":
+            setup.cassette.discard()  # nothing ran: keep an earlier recording intact
+        await setup.aclose()
+        if started and setup.cassette is not None and not args.quiet:
+            _tell_cassette(setup.cassette)
+
+
+def build_engine(args: argparse.Namespace, setup: RunSetup) -> Engine:
+    """The engine a setup describes, over the index at ``--root``."""
+    return Engine(CorpusIndex(args.root), web=setup.web, web_compression=setup.compression,
+                  planner=setup.planner, writer=setup.writer, credibility=setup.credibility,
+                  entailment=setup.entailment, scraper=setup.scraper)
+
+
+async def ensure_default_corpus(engine: Engine, console: Console, collections: Sequence[str],
+                                quiet: bool) -> None:
+    """Index the bundled default collection first if ``collections`` asks for it."""
+    if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):
+        await asyncio.to_thread(_build_default, engine, console, quiet)
+
+
+def _live(args: argparse.Namespace, budget: dict[str, Any]) -> RunSetup:
+    """A run against the configured providers and servers (recorded with ``--record``)."""
+    question = args.question or args.default_question
+    if not question:
+        raise RunConfigError("ask needs a question (or --replay FILE)")
+    return live_setup(args, budget, question)
+
+
+def live_setup(args: argparse.Namespace, budget: dict[str, Any], question: str = "") -> RunSetup:
+    """The setup of runs against the configured providers and servers (``--web``,
+    ``--model-url``, ``--entailment-url``; recorded with ``--record``).
+
+    ``start`` holds the run's options (``question``, ``mode``, ``collections``, ``budget``).
+
+    Raises:
+        RunConfigError: ``--web`` without a usable search configuration, a bad ``--record``.
+    """
+    web: Searcher | None = None
+    compression: Literal["none", "rag"] = "none"
+    settings = CredibilitySettings()
+    if args.web:
+        try:
+            tenant = load_search_config().tenant()
+            web = Searcher.from_config(tenant)
+        except ProviderError as exc:
+            raise RunConfigError(f"--web: {exc}") from exc
+        compression = tenant.compression
+        settings = tenant.credibility
+    else:
+        with contextlib.suppress(ProviderError):  # a local run needs no web config
+            settings = load_search_config().tenant().credibility
+    setup = RunSetup(start={"question": question, "mode": args.mode or "agent",
+                          "collections": tuple(args.collections or (STDLIB_COLLECTION,)),
+                          "budget": budget},
+                   credibility=credibility_from(settings), web=web, compression=compression)
+    if web is not None:
+        setup.closers.append(web.aclose)
+    chat: ChatModel | None = None
+    if args.model_url:
+        client = OpenAIChatClient(args.model_url, model=args.model,
+                                  api_key=os.environ.get("REACTIVE_RAG_CHAT_API_KEY"))
+        setup.closers.append(client.aclose)
+        chat = client
+    judge: ChatModel | None = None
+    if args.entailment_url:
+        judge_client = OpenAIChatClient(
+            args.entailment_url, model=args.entailment_model,
+            api_key=os.environ.get("REACTIVE_RAG_ENTAILMENT_API_KEY"))
+        setup.closers.append(judge_client.aclose)
+        judge = judge_client
+    if args.record:
+        cassette = _record(args, setup, settings, chat is not None, judge is not None)
+        setup.cassette = cassette
+        setup.start["edges"] = cassette.edges()
+        if setup.web is not None:
+            setup.web = cassette.searcher(setup.web)
+            setup.scraper = cassette.scraper()
+        chat = cassette.chat(chat, role="chat") if chat is not None else None
+        judge = cassette.chat(judge, role="entailment") if judge is not None else None
+    if chat is not None:
+        setup.planner, setup.writer = chat_policies(chat, quirks=args.model_quirks)
+    if judge is not None:
+        setup.entailment = ChatEntailment(judge)
+    return setup
+
+
+def _record(args: argparse.Namespace, setup: RunSetup, settings: CredibilitySettings,
+            chat: bool, judge: bool) -> Cassette:
+    """Open the recording; its header holds all a replay needs besides the answers."""
+    try:
+        limits = Budget().with_overrides(dict(setup.start["budget"]))
+    except (ValueError, TypeError) as exc:
+        raise RunConfigError(str(exc)) from exc
+    setup.start["run_id"] = uuid.uuid4().hex[:12]
+    header = CassetteHeader(
+        question=setup.start["question"], mode=setup.start["mode"],
+        run_id=setup.start["run_id"], budget=dataclasses.asdict(limits),
+        collections=setup.start["collections"],
+        setup=CassetteSetup(
+            web=describe_searcher(setup.web) if setup.web is not None else None,
+            compression=setup.compression, credibility=settings.model_dump(mode="json"),
+            chat=ChatSetup(model=args.model, quirks=args.model_quirks) if chat else None,
+            entailment=ChatSetup(model=args.entailment_model) if judge else None))
+    try:
+        return Cassette.record(args.record, header)
+    except CassetteError as exc:
+        raise RunConfigError(f"--record: {exc}") from exc
+
+
+def _replayed(args: argparse.Namespace, budget: dict[str, Any]) -> RunSetup:
+    """The recorded run again, its providers, pages and models answered by the cassette."""
+    given = [flag for flag, used in (("--mode", args.mode is not None),
+                                     ("--collection", bool(args.collections)),
+                                     ("--budget", bool(budget))) if used]
+    if given:
+        raise RunConfigError(f"--replay takes the run's options from the cassette; "
+                             f"drop {', '.join(given)}")
+    try:
+        cassette = Cassette.load(args.replay)
+    except CassetteError as exc:
+        raise RunConfigError(f"--replay: {exc}") from exc
+    recorded = cassette.header.setup
+    try:
+        settings = CredibilitySettings.model_validate(recorded.credibility)
+    except ValidationError as exc:
+        raise RunConfigError(f"--replay: {args.replay}: bad credibility settings: {exc}") from exc
+    start = cassette.start_options()
+    if args.question and args.question != start["question"]:
+        Console(stderr=True).print("[yellow]replay:[/yellow] the question differs from the "
+                                   "recorded one; requests not in the cassette will fail")
+        start["question"] = args.question
+    setup = RunSetup(start=start, credibility=credibility_from(settings),
+                   compression=recorded.compression, cassette=cassette)
+    if recorded.web is not None:
+        setup.web = cassette.searcher()
+        setup.scraper = cassette.scraper()
+    if recorded.chat is not None:
+        if recorded.chat.quirks not in CHAT_QUIRKS:
+            raise RunConfigError(f"--replay: unknown chat quirks {recorded.chat.quirks!r}")
+        setup.planner, setup.writer = chat_policies(
+            cassette.chat(role="chat"), quirks=recorded.chat.quirks)
+    if recorded.entailment is not None:
+        setup.entailment = ChatEntailment(cassette.chat(role="entailment"))
+    return setup
+
+
+def _tell_cassette(cassette: Cassette) -> None:
+    err = Console(stderr=True, highlight=False)
+    if cassette.mode == "record":
+        err.print(f"[dim]recorded {len(cassette.interactions)} interactions to "
+                  f"{cassette.path}[/dim]")
+        return
+    unused = cassette.unused()
+    if unused:
+        kinds = ", ".join(sorted({i.kind for i in unused}))
+        err.print(f"[yellow]replay:[/yellow] {len(unused)} recorded interaction(s) ({kinds}) "
+                  "were never asked for: the run went another way than the recording")
+
+
+def _build_default(engine: Engine, console: Console, quiet: bool) -> None:
+    if not quiet:
+        console.print("[dim]Indexing the standard-library documentation (first run only; "
+                      "embeddings are cached on disk)…[/dim]")
+    bar_context: AbstractContextManager[Progress | None] = (
+        nullcontext(None) if quiet else Progress(
+            TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+            console=console, transient=True))
+    with bar_context as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(done: int, total: int, stage: str) -> None:
+            if bar is None:
+                return
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(stage, total=total)
+            bar.update(tasks[stage], completed=done, total=total)
+
+        engine.ensure_stdlib_corpus(progress)
+
+
+def render_result(result: RunResult, console: Console) -> None:
+    """The final answer with numbered citations, their quotes and sources."""
+    console.rule(f"{result.outcome.replace('_', ' ')} in {result.elapsed_s:.1f}s")
+    if result.answer:
+        console.print(result.answer)
+    if result.reason:
+        console.print(f"[dim]{result.reason}[/dim]")
+    for cite in result.citations:
+        source = cite.chunk.title or cite.chunk.doc_id if cite.chunk else cite.claim.source_id
+        where = cite.chunk.url if cite.chunk else ""
+        cred = (f" [dim]credibility {cite.credibility:g}[/dim]"
+                if cite.credibility is not None else "")
+        console.print(f"  [{cite.number}] [bold]{source}[/bold] [dim]{where}[/dim]{cred}")
+        console.print(f"      “{' '.join(cite.claim.quote.split())}”", style="italic")
+    for conflict in _conflicts(result):
+        sides = conflict_sides(conflict.sides, conflict.preferred)
+        console.print(f"[bold magenta]sources disagree[/bold magenta] on {conflict.attribute} "
+                      f"of {conflict.subject}: {sides}")
+    console.print(f"[dim]{result.count('search.requested')} searches, "
+                  f"{result.count('read.requested')} reads, {len(result.evidence)} evidence "
+                  f"chunks, {len(result.events)} events (run {result.run_id})[/dim]")
+
+
+def result_json(result: RunResult) -> dict[str, Any]:
+    """The result as plain JSON data."""
+    return {
+        "run_id": result.run_id,
+        "outcome": result.outcome,
+        "answer": result.answer,
+        "reason": result.reason,
+        "elapsed_s": round(result.elapsed_s, 3),
+        "citations": [c.to_json() for c in result.citations],
+        "conflicts": [c.conflict().model_dump(mode="json") for c in _conflicts(result)],
+        "evidence": len(result.evidence),
+        "searches": result.count("search.requested"),
+        "reads": result.count("read.requested"),
+        "events": len(result.events),
+    }
+
+
+def _conflicts(result: RunResult) -> list[ConflictDetected]:
+    return [e for e in result.events if isinstance(e, ConflictDetected)]
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(0)

@@ -1,0 +1,765 @@
+"""The public entry point: an :class:`Engine` that starts runs, and :func:`ask`.
+
+An engine holds what is expensive and shared (the corpus index and its
+embedder, the reranker, the searcher's providers); each run gets fresh actors
+with per-run state. A run is a task owned by the engine, not by whoever
+watches it: a subscriber (a terminal, a browser) can come and go, and the run
+goes on until it finishes, is cancelled, or its budget ends it.
+
+A run interrupted by a crash is resumed from its stored events
+(:meth:`Engine.resume`): fresh actors rebuild their state from the log, the
+pure machine is rebuilt by replaying it, and the run goes on to one terminal
+event with what was left of its wall-clock budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import logging
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from actors import Actor, ActorRun, ActorStats, EdgeOperator
+from actors.models import CachedEmbedder, Embedder
+from actors.providers import SearchProvider
+from actors.rerank import Credibility, Reranker, RerankerActor
+from actors.scrape import ScraperActor
+from actors.search import Searcher, SearcherActor, SeenUrls
+from reactive_rag.agent import (
+    AsyncEntailmentModel,
+    EntailmentModel,
+    PlannerActor,
+    ReaderActor,
+    SelectorActor,
+    VerifierActor,
+    WriterActor,
+    verify_async,
+)
+from reactive_rag.index import (
+    STDLIB_COLLECTION,
+    CorpusIndex,
+    LocalCorpusProvider,
+    Progress,
+    search_text,
+    stdlib_documents,
+)
+from reactive_rag.judgement import AnswerabilityJudge, PlannerPolicy, WriterPolicy
+from reactive_rag.judgement.offline import (
+    EmbeddingSupport,
+    ExtractiveWriter,
+    LoopGuard,
+    OfflinePlanner,
+    judge_answerability,
+    offline_judgement,
+)
+from reactive_rag.run import (
+    Budget,
+    NoRunningLoop,
+    RunConfigError,
+    RunContext,
+    RunController,
+    initial_state,
+)
+from reactive_rag.web_kb import CompressingProvider, PriorEvidenceProvider, SessionKnowledgeBase
+from streams import (
+    Claim,
+    Event,
+    EvidenceChunk,
+    EvidenceRegistered,
+    Outcome,
+    PageScraped,
+    RunCancelRequested,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    RunStream,
+    follow,
+)
+
+from ._placement import EnginePlacements, PlacementSpec
+
+if TYPE_CHECKING:
+    from reactive_rag.conversation import Conversation
+
+__all__ = ["Citation", "Engine", "RunHandle", "RunObserver", "RunResult", "ask"]
+
+Mode = Literal["agent", "rag"]
+
+log = logging.getLogger("reactive_rag")
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """A verified claim with the passage its quote was found in.
+
+    ``credibility`` is the source's weight (see :class:`~actors.rerank.Credibility`)
+    in the table the run was weighed with; ``None`` without a chunk.
+    """
+
+    number: int
+    claim: Claim
+    chunk: EvidenceChunk | None
+    credibility: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON data (the shape the CLI's ``--json`` and the HTTP API return)."""
+        return {"number": self.number, "statement": self.claim.statement,
+                "quote": self.claim.quote, "source_id": self.claim.source_id,
+                "title": self.chunk.title if self.chunk else None,
+                "url": self.chunk.url if self.chunk else None,
+                "credibility": self.credibility}
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """How a run ended, with its answer, citations and the whole event log."""
+
+    run_id: str
+    outcome: Outcome
+    answer: str
+    reason: str
+    citations: tuple[Citation, ...]
+    evidence: Mapping[str, EvidenceChunk]
+    events: tuple[Event, ...]
+    elapsed_s: float
+
+    @classmethod
+    def from_events(cls, events: Sequence[Event], *, elapsed_s: float | None = None,
+                    credibility: Credibility | None = None) -> RunResult:
+        """Rebuild a finished run's result from its events (live, stored or replayed).
+
+        ``elapsed_s`` defaults to the time between the first and last event;
+        citations are weighed with ``credibility`` (default: the built-in table).
+
+        A resumed run's log holds the ``run.finished(interrupted)`` of each
+        crash: the result is the last ``run.finished``'s, with the evidence of
+        the whole log (before and after each resume).
+
+        Raises:
+            ValueError: the events hold no ``run.finished`` (the run is still going).
+        """
+        finished = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
+        if finished is None:
+            raise ValueError("these events hold no run.finished: the run has not ended")
+        evidence: dict[str, EvidenceChunk] = {}
+        for event in events:
+            if isinstance(event, EvidenceRegistered):
+                for chunk in event.chunks:
+                    evidence.setdefault(chunk.id, chunk)
+        table = credibility if credibility is not None else Credibility.defaults()
+        citations = []
+        for i, claim in enumerate(finished.claims, 1):
+            source = evidence.get(claim.source_id)
+            citations.append(Citation(i, claim, source,
+                                      table.weight(source) if source is not None else None))
+        if elapsed_s is None:
+            elapsed_s = events[-1].ts - events[0].ts
+        return cls(run_id=finished.run_id, outcome=finished.outcome, answer=finished.answer,
+                   reason=finished.reason, citations=tuple(citations), evidence=evidence,
+                   events=tuple(events), elapsed_s=elapsed_s)
+
+    @property
+    def answered(self) -> bool:
+        return self.outcome in ("answered", "answered_from_evidence")
+
+    def count(self, event_type: str) -> int:
+        """How many events of one type the run produced (e.g. ``"search.requested"``)."""
+        return sum(1 for e in self.events if e.type == event_type)
+
+
+class RunHandle:
+    """A started run: its stream to watch, and ways to wait for or cancel it.
+
+    ``async for event in handle`` yields the run's events in ``seq`` order from
+    the first through ``run.finished``, then stops, whenever the loop starts
+    (the stream keeps its history); :meth:`events` starts after a given seq.
+    """
+
+    def __init__(self, run_id: str, stream: RunStream) -> None:
+        self.run_id = run_id
+        self.stream = stream
+        self._run: ActorRun | None = None
+        self._task: asyncio.Task[RunResult] | None = None
+        self._cancel_reason: str | None = None
+
+    def events(self, after: int = 0) -> AsyncIterator[Event]:
+        """The run's events with ``seq > after``, in order, through its terminal event.
+
+        Past events come from the stream's history, later ones as they are
+        published, with no gap and no duplicate; a consumer slower than the run
+        holds at most a bounded buffer (see :func:`streams.follow`). Leaving the
+        loop early leaves the run alone. A resumed run's stored
+        ``run.finished(interrupted)`` is passed through, not taken as its end.
+
+        Raises:
+            ValueError: ``after`` is negative.
+        """
+        if after < 0:
+            raise ValueError(f"after must be >= 0, got {after}")
+        stream = self.stream
+        return follow(stream, after, until=lambda e: e is stream.finished)
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self.events()
+
+    async def wait(self) -> RunResult:
+        """The result once the run has finished (cancelling the waiter leaves the run alone)."""
+        assert self._task is not None
+        return await asyncio.shield(self._task)
+
+    def cancel(self, reason: str = "cancelled by the user") -> bool:
+        """Ask the run to stop; a cancel before the run has started is kept, not lost."""
+        if self.stream.finished is not None:
+            return False
+        if self._run is None:
+            if self._cancel_reason is None:
+                self._cancel_reason = reason
+                return True
+            return False
+        return self._run.cancel(reason)
+
+    def fail(self, reason: str) -> bool:
+        """End the run ``failed`` with ``reason`` (e.g. its store stopped taking its events)."""
+        if self.stream.finished is not None:
+            return False
+        if self._run is None:
+            return self.cancel(reason)  # not started yet: nothing ran, nothing to fail
+        return self._run.finish("failed", reason=reason)
+
+    @property
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    def statistics(self) -> list[ActorStats]:
+        """Each actor's mailbox depth and counters (empty until the run's actors start)."""
+        return [] if self._run is None else self._run.statistics()
+
+
+RunObserver = Callable[[RunHandle], object]
+"""Called with each run's handle as it starts, before its first event (e.g. a tracer).
+
+An observer subscribes to ``handle.stream``; what it returns is ignored. One
+that raises is logged and skipped: watching a run never stops it.
+"""
+
+PlannerFactory = Callable[[], PlannerPolicy]
+WriterFactory = Callable[[], WriterPolicy]
+
+
+class Engine:
+    """Starts runs over a corpus index (and, if configured, web search providers).
+
+    Args:
+        index: the corpus index (default: the on-disk default index).
+        planner: builds the planner policy for each run (default: offline).
+        writer: builds the writer policy for each run (default: extractive).
+        web: a tenant's web searcher (providers behind retries and circuit
+            breakers, blacklist, fallback); runs then search the web next to the
+            local corpus and may scrape pages (SSRF-guarded).
+        web_compression: ``"rag"`` indexes each run's web hits into a temporary
+            session knowledge base and answers every search from it (passages
+            round-robin across URLs); the base is dropped when the run ends.
+        embedder: model for reranking and loop detection (default: the index's).
+        credibility: source weights by collection and URL domain, used by the
+            default reranker (default: the built-in table,
+            :meth:`~actors.rerank.Credibility.defaults`; a given ``reranker``
+            keeps its own).
+        judge: decides, before the writer is asked, whether the chosen evidence
+            answers every part of the question (default: the offline judge;
+            ``None`` writes from whatever was found, as before).
+        entailment: a model that must also judge that each kept claim's quote
+            entails its statement (e.g. :class:`~.agent.ChatEntailment`), on top
+            of the offline checks; the engine does not close it.
+        scraper: builds each web run's page scraper (default: ``ScraperActor()``,
+            SSRF-guarded); a seam for other fetch settings and for recording or
+            replaying the pages a run fetched (:mod:`reactive_rag.cassette`).
+        observers: called with every run's handle before its first event (and
+            every resumed run's): subscribers such as
+            :class:`~reactive_rag.observability.RunTracer` (OpenTelemetry spans).
+        placement: actors to run on Ray, e.g. ``{"reranker": "ray"}`` or
+            ``{"reranker": {"on": "ray", "num_cpus": 1, "replicas": 2}}``
+            (:class:`~actors.RayOptions`), or a started
+            :class:`~actors.RayPlacement` (:mod:`reactive_rag.engine._placement`).
+    """
+
+    def __init__(
+        self,
+        index: CorpusIndex | None = None,
+        *,
+        planner: PlannerFactory | None = None,
+        writer: WriterFactory | None = None,
+        web: Searcher | None = None,
+        web_compression: Literal["none", "rag"] = "none",
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+        credibility: Credibility | None = None,
+        judge: AnswerabilityJudge | None = judge_answerability,
+        entailment: EntailmentModel | AsyncEntailmentModel | None = None,
+        scraper: Callable[[], ScraperActor] | None = None,
+        observers: Sequence[RunObserver] = (),
+        placement: PlacementSpec | None = None,
+    ) -> None:
+        self.index = index if index is not None else CorpusIndex()
+        self._embedder = embedder
+        self._reranker = reranker
+        self.credibility = credibility if credibility is not None else Credibility.defaults()
+        self._planner = planner
+        self._writer = writer
+        self._web = web
+        self._compression = web_compression
+        self._judgement = offline_judgement(sufficiency=judge)
+        self._entailment = entailment
+        self._scraper: Callable[[], ScraperActor] = scraper or ScraperActor
+        self._runs: dict[str, RunHandle] = {}
+        self._observers = tuple(observers)
+        self._closers: list[Callable[[], Awaitable[None]]] = []  # what from_config built
+        self._placement = EnginePlacements(placement, embedder=lambda: self.embedder,
+                                           credibility=self.credibility,
+                                           custom_reranker=reranker is not None)
+        self._closers.append(self._placement.aclose)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        *,
+        index: CorpusIndex | None = None,
+        tenant: str = "default",
+        env: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Engine:
+        """An engine with the web search, chat model and judge a config file describes.
+
+        ``config`` is a TOML file or a mapping with optional ``[search]`` (the
+        ``search.toml`` schema of ``reactive-rag ask --web``), ``[chat]`` (a
+        server tenant's chat table) and ``[entailment]`` tables, or a server
+        config, whose ``[tenants.TENANT]`` is read; ``None`` reads what the CLI
+        reads from the environment. API keys come from ``env`` (default
+        ``os.environ``), never from the file. ``options`` go to the
+        constructor. The engine closes what it built in :meth:`aclose`.
+
+        Raises:
+            RunConfigError: a file or value the schemas refuse, an unknown
+                provider, a provider missing its key, URL or options, or an
+                unset ``api_key_env``: before any network call.
+        """
+        from ._config import load_engine_config, research_from
+
+        research = research_from(load_engine_config(config, tenant=tenant, env=env), env)
+        engine = cls(index, **(research.engine_options() | options))
+        engine._closers.extend(research.closers)
+        return engine
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = self.index.embedder
+        assert self._embedder is not None
+        return self._embedder
+
+    @functools.cached_property
+    def support_head(self) -> EmbeddingSupport | None:
+        """The verifier's embedding factor on the support score, built once per engine.
+
+        None when the embedder is not the one the shipped weights were fitted
+        for (then the lexical score alone), or when a user's entailment model
+        judges the claims (it overrides the head).
+        """
+        if self._entailment is not None:
+            return None
+        embedder = self.embedder  # not through the disk cache: flipped texts are not corpus
+        inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+        return EmbeddingSupport.for_embedder(inner)
+
+    @property
+    def reranker(self) -> Reranker:
+        if self._reranker is None:
+            # Embed a candidate exactly as the index did, so corpus chunks hit the
+            # embedding cache instead of going through the model again.
+            self._reranker = Reranker(self.embedder,
+                                      passage_text=lambda c: search_text(c.title, c.text),
+                                      credibility=self.credibility)
+        return self._reranker
+
+    @property
+    def runs(self) -> Mapping[str, RunHandle]:
+        """Runs started by this engine and still going."""
+        return dict(self._runs)
+
+    def warm_up(self) -> None:
+        """Load the embedding model now (blocking; call it in a thread).
+
+        Loading takes about a second the first time; doing it here keeps that
+        off the event loop of whoever starts the first run.
+        """
+        self.embedder.embed_queries(["warm up"])
+        _ = self.reranker
+        self._placement.start_blocking()  # Ray replicas of placed actors (nothing if none)
+
+    def ensure_stdlib_corpus(self, progress: Progress | None = None) -> bool:
+        """Build the default collection (standard-library docs) unless it is current.
+
+        An index built by an older version (other text cleaning, other
+        documents) is rebuilt, not silently kept. Returns True if it had to be
+        built (embeddings are cached on disk, so a rebuild re-uses them).
+        """
+        return self.index.ensure(STDLIB_COLLECTION, stdlib_documents(),
+                                 progress=progress) is not None
+
+    def start(
+        self,
+        question: str,
+        *,
+        mode: Mode = "agent",
+        collections: Sequence[str] = (STDLIB_COLLECTION,),
+        budget: Budget | Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        edges: Mapping[str, Sequence[EdgeOperator]] | None = None,
+        context: RunContext | None = None,
+    ) -> RunHandle:
+        """Start a run in the background and return its handle at once.
+
+        ``context``: what a conversation's earlier turns bring (see
+        :meth:`session`): the rewrite of a follow-up is published right after
+        ``run.started``, and earlier turns' evidence is searchable again.
+
+        Raises:
+            RunConfigError: an empty question, unknown mode, bad budget or
+                unknown collection (nothing is started).
+        """
+        _require_loop()
+        if not question.strip():
+            raise RunConfigError("the question is empty")
+        if mode not in ("agent", "rag"):
+            raise RunConfigError(f"mode must be 'agent' or 'rag', got {mode!r}")
+        try:
+            limits = budget if isinstance(budget, Budget) else Budget().with_overrides(
+                dict(budget or {}))
+        except (ValueError, TypeError) as exc:
+            raise RunConfigError(str(exc)) from exc
+        collections = tuple(collections)
+        missing = [c for c in collections if not self.index.exists(c)]
+        if missing or not collections:
+            known = ", ".join(self.index.collections()) or "none"
+            raise RunConfigError(f"unknown collection(s) {missing or '(none given)'}; "
+                                 f"indexed: {known}")
+        run_id = run_id or uuid.uuid4().hex[:12]
+        if run_id in self._runs:
+            raise RunConfigError(f"run id {run_id!r} is already in use")
+        stream = RunStream(run_id)
+        handle = RunHandle(run_id, stream)
+        session_kbs: list[SessionKnowledgeBase] = []
+        actors = self._actors(run_id, question, mode, limits, collections, session_kbs,
+                              prior=context.prior_evidence if context is not None else ())
+        return self._launch(handle, self._drive(handle, actors, question, mode, limits,
+                                                collections, edges, session_kbs,
+                                                context=context))
+
+    def _launch(self, handle: RunHandle,
+                drive: Coroutine[Any, Any, RunResult]) -> RunHandle:
+        """Run ``drive`` as the handle's task, listed in :attr:`runs` while it goes."""
+        handle._task = asyncio.get_running_loop().create_task(drive,
+                                                              name=f"run:{handle.run_id}")
+        self._runs[handle.run_id] = handle
+        for observe in self._observers:  # before the task's first step: no event is missed
+            try:
+                observe(handle)
+            except Exception:
+                log.exception("run %s: observer %r failed to attach", handle.run_id, observe)
+        # A finished run leaves the engine's table by itself (its events stay in
+        # the handle and in any store), so a long-lived engine does not grow.
+        def leave(_task: asyncio.Task[RunResult]) -> None:
+            self._runs.pop(handle.run_id, None)
+
+        handle._task.add_done_callback(leave)
+        return handle
+
+    def resume(
+        self,
+        events: Sequence[Event],
+        *,
+        reason: str = "resumed from the stored events after a crash",
+        edges: Mapping[str, Sequence[EdgeOperator]] | None = None,
+    ) -> RunHandle:
+        """Resume a run interrupted by a crash from its stored events; return its handle at once.
+
+        ``events`` is the run's whole stored log (``seq`` 1..n), ending with the
+        ``run.finished(interrupted)`` crash recovery wrote. Question, mode,
+        collections and budget come from its ``run.started``. Fresh actors
+        rebuild their per-run state from the log (the controller by folding it
+        through the pure machine, the others with ``restore(events)``); then
+        ``run.resumed`` is published as the first new event (``seq`` after
+        the stored ones), the commands still awaiting a reply are issued
+        again, and the run goes on to exactly one new ``run.finished``. Time
+        used before the crash counts against the wall-clock budget: a run
+        with none left goes straight to its finalizer; one whose log holds a
+        ``run.cancel_requested`` (the cancel had won, only its terminal was
+        lost) ends ``cancelled``. ``edges`` apply to the events after the
+        resume.
+
+        Raises:
+            RunConfigError: the log has no ``run.started``, does not end with
+                an ``interrupted`` ``run.finished``, is not 1..n without a gap,
+                names a collection that is not indexed or a budget this
+                version does not know, or the run is already going here
+                (nothing is started).
+        """
+        _require_loop("Engine.resume()")
+        log = list(events)
+        started = next((e for e in log if isinstance(e, RunStarted)), None)
+        if started is None:
+            raise RunConfigError("the log has no run.started: there is no run to resume")
+        run_id = started.run_id
+        last = log[-1]
+        if not isinstance(last, RunFinished):
+            raise RunConfigError(f"run {run_id!r} has not ended (its log does not end with "
+                                 "run.finished): only an interrupted run can be resumed")
+        if last.outcome != "interrupted":
+            raise RunConfigError(f"run {run_id!r} ended {last.outcome}: only an interrupted "
+                                 "run can be resumed")
+        mode: Mode = "rag" if started.mode == "rag" else "agent"
+        if started.mode not in ("agent", "rag"):
+            raise RunConfigError(f"run {run_id!r} has mode {started.mode!r}, which this "
+                                 "engine cannot run")
+        stored_budget = started.options.get("budget") or {}
+        try:
+            if not isinstance(stored_budget, dict):
+                raise TypeError("the stored budget is not a mapping")
+            limits = Budget().with_overrides(dict(stored_budget))
+        except (ValueError, TypeError) as exc:
+            raise RunConfigError(f"run {run_id!r}: its stored budget cannot be used: "
+                                 f"{exc}") from exc
+        collections = tuple(started.collections)
+        missing = [c for c in collections if not self.index.exists(c)]
+        if missing or not collections:
+            known = ", ".join(self.index.collections()) or "none"
+            raise RunConfigError(f"run {run_id!r} searches collection(s) "
+                                 f"{missing or '(none)'} that are not indexed here; "
+                                 f"indexed: {known}")
+        if run_id in self._runs:
+            raise RunConfigError(f"run {run_id!r} is already going here")
+        try:
+            stream = RunStream.continuing(run_id, log)
+        except ValueError as exc:
+            raise RunConfigError(f"run {run_id!r}: {exc}") from exc
+        handle = RunHandle(run_id, stream)
+        session_kbs: list[SessionKnowledgeBase] = []
+        actors = self._actors(run_id, started.question, mode, limits, collections, session_kbs)
+        controller = next(a for a in actors if isinstance(a, RunController))
+        _restore(actors, log)
+        # The time the run had used: up to its last event before the crash (the
+        # interrupted terminal is written later, by recovery), on the machine's
+        # clock, which an earlier resume moved past that crash's downtime.
+        before = log[-2] if len(log) > 1 else started
+        started_ts = controller.state.started_ts or started.ts
+        elapsed = max(0.0, before.ts - started_ts) if before.ts and started_ts else 0.0
+        attempt = 1 + sum(1 for e in log if isinstance(e, RunResumed))
+        # A cancel asked before the crash had won the run's end; only its terminal was lost.
+        asked = next((e for e in reversed(log) if isinstance(e, RunCancelRequested)), None)
+
+        def begin(run: ActorRun) -> None:
+            resumed = run.publish(RunResumed(after_seq=last.seq, reason=reason, attempt=attempt,
+                                             elapsed_s=round(elapsed, 3)))
+            if asked is not None:
+                run.cancel(asked.reason or "cancelled before the crash")
+            elif isinstance(resumed, RunResumed):
+                controller.resume(run.context_for(controller), resumed)
+
+        return self._launch(handle, self._drive(
+            handle, actors, started.question, mode, limits, collections, edges, session_kbs,
+            begin=begin, elapsed_s=elapsed))
+
+    def session(self, session_id: str | None = None, *, tenant: str = "local") -> Conversation:
+        """A conversation: questions asked one after another, follow-ups read against history.
+
+        ``await engine.session().ask("Who directed Ed Wood?")``, then
+        ``.ask("Where was he born?")`` on the same object.
+        """
+        from reactive_rag.conversation import Conversation
+
+        return Conversation(self, session_id=session_id, tenant=tenant)
+
+    async def ask(self, question: str, **options: Any) -> RunResult:
+        """Start a run and wait for its result."""
+        return await self.start(question, **options).wait()
+
+    def _actors(self, run_id: str, question: str, mode: Mode, budget: Budget,
+                collections: tuple[str, ...],
+                session_kbs: list[SessionKnowledgeBase],
+                prior: Sequence[EvidenceChunk] = ()) -> list[Actor]:
+        provider = LocalCorpusProvider(self.index, collections, name="local")
+        providers: list[SearchProvider] = [provider]
+        if prior:  # a follow-up: earlier turns' evidence can be found again, and cited
+            providers.append(PriorEvidenceProvider(prior))
+        if self._web is not None:
+            wrap: Callable[[SearchProvider], SearchProvider] | None = None
+            if self._compression == "rag":
+                kb = SessionKnowledgeBase(run_id)
+                session_kbs.append(kb)
+
+                def wrap(web_provider: SearchProvider) -> SearchProvider:
+                    return CompressingProvider(web_provider, kb)
+
+            searcher = self._web.with_providers(providers, provider_timeout_s=budget.tool_call_s,
+                                                wrap=wrap)
+        else:
+            searcher = Searcher(providers, provider_timeout_s=budget.tool_call_s)
+        searcher_actor = SearcherActor(searcher)
+        searcher_actor.timeout_s = budget.tool_call_s
+        reranker = self._placement.actor("reranker") or RerankerActor(self.reranker)
+        reranker.timeout_s = budget.tool_call_s
+        planner = self._planner() if self._planner else OfflinePlanner()
+        writer = (self._writer() if self._writer
+                  else ExtractiveWriter(self.embedder, max_claims=3, min_gain=0.15))
+        actors: list[Actor] = [
+            RunController(initial_state(question, mode=mode, budget=budget,
+                                        collections=collections, selects=True,
+                                        judgement=self._judgement,
+                                        credibility=self.credibility)),
+            PlannerActor(planner, loop_guard=LoopGuard(self.embedder),
+                         timeout_s=budget.model_call_s),
+            SelectorActor(),
+            searcher_actor,
+            ReaderActor(self.index, collections),
+            reranker,
+            WriterActor(writer, timeout_s=budget.model_call_s),
+            VerifierActor(functools.partial(verify_async, entailment=self._entailment,
+                                            support_model=self.support_head)),
+        ]
+        if self._web is not None:
+            scraper = self._scraper()
+            scraper.timeout_s = budget.tool_call_s
+            actors.append(scraper)
+        return actors
+
+    async def _drive(self, handle: RunHandle, actors: list[Actor], question: str, mode: Mode,
+                     budget: Budget, collections: tuple[str, ...],
+                     edges: Mapping[str, Sequence[EdgeOperator]] | None,
+                     session_kbs: Sequence[SessionKnowledgeBase] = (), *,
+                     begin: Callable[[ActorRun], None] | None = None,
+                     elapsed_s: float = 0.0,
+                     context: RunContext | None = None) -> RunResult:
+        t0 = time.perf_counter()
+        run = ActorRun(handle.stream, actors, edges=edges, deadline_s=budget.wall_s,
+                       grace_s=budget.finalize_s, elapsed_s=elapsed_s)
+        try:
+            async with run:
+                handle._run = run
+                if begin is None:
+                    run.publish(RunStarted(question=question, mode=mode,
+                                           collections=collections,
+                                           options={"budget": _budget_dict(budget)}))
+                    if context is not None and context.rewritten is not None:
+                        run.publish(context.rewritten)
+                else:  # a resumed run: run.resumed and what it re-issues
+                    begin(run)
+                if handle._cancel_reason is not None:
+                    run.cancel(handle._cancel_reason)
+                await run.wait()
+        except Exception as exc:  # the run already ended as failed; keep the result
+            if handle.stream.finished is None:  # pragma: no cover - ActorRun always finishes
+                raise
+            del exc
+        finally:
+            for kb in session_kbs:  # the session's temporary index goes with the run
+                await kb.close()
+        return RunResult.from_events(handle.stream.history(),
+                                     elapsed_s=time.perf_counter() - t0,
+                                     credibility=self.credibility)
+
+    def forget(self, run_id: str) -> None:
+        """Drop a finished run from :attr:`runs` now (it also leaves by itself when done)."""
+        handle = self._runs.get(run_id)
+        if handle is not None and handle.done:
+            del self._runs[run_id]
+
+    async def aclose(self) -> None:
+        """Cancel runs still going, wait for them, and release the index."""
+        for handle in list(self._runs.values()):
+            handle.cancel("engine shutting down")
+        for handle in list(self._runs.values()):
+            if handle._task is not None:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await handle._task
+        self.index.close()
+        closers, self._closers = self._closers, []
+        for close in closers:
+            with contextlib.suppress(Exception):
+                await close()
+
+
+def _require_loop(what: str = "Engine.start()") -> None:
+    """Refuse, before anything is built, to start a run with no loop to run it on."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise NoRunningLoop(what) from None
+
+
+def _budget_dict(budget: Budget) -> dict[str, Any]:
+    return dataclasses.asdict(budget)
+
+
+def _restore(actors: Sequence[Actor], events: Sequence[Event]) -> None:
+    """Give a resumed run's fresh actors the per-run state the stored events imply.
+
+    The controller folds the log through the machine; planner, selector,
+    writer and verifier rebuild their views (``restore``); the searcher's
+    seen URLs are the web pages the log registered, and the reader
+    knows the pages the run opened. Reranker and scraper keep no per-run state.
+    """
+    for actor in actors:
+        restore = getattr(actor, "restore", None)
+        if callable(restore):
+            restore(events)
+        elif isinstance(actor, SearcherActor):
+            actor.seen = SeenUrls()
+            for event in events:
+                if isinstance(event, EvidenceRegistered):
+                    for chunk in event.chunks:
+                        actor.seen.add_web(chunk.url)
+        elif isinstance(actor, ReaderActor):
+            for event in events:
+                if isinstance(event, PageScraped):
+                    for chunk in event.chunks:
+                        actor.page_chunks.setdefault(chunk.id, chunk)
+
+
+
+
+_default_engine: Engine | None = None
+
+
+async def ask(
+    question: str,
+    *,
+    mode: Mode = "agent",
+    collections: Sequence[str] = (STDLIB_COLLECTION,),
+    budget: Budget | Mapping[str, Any] | None = None,
+    engine: Engine | None = None,
+    on_start: Callable[[RunHandle], None] | None = None,
+) -> RunResult:
+    """Answer ``question`` from the corpus with verified citations.
+
+    ``on_start`` receives the run's handle before it begins, so a caller can
+    subscribe to ``handle.stream`` (live view, custom operators) or cancel it.
+    Uses a shared default engine (on-disk index, offline models) unless one is given.
+    """
+    global _default_engine
+    if engine is None:
+        if _default_engine is None:
+            _default_engine = Engine()
+        engine = _default_engine
+        if STDLIB_COLLECTION in collections:
+            await asyncio.to_thread(engine.ensure_stdlib_corpus)
+    handle = engine.start(question, mode=mode, collections=collections, budget=budget)
+    if on_start is not None:
+        on_start(handle)
+    return await handle.wait()

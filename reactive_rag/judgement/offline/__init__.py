@@ -1,0 +1,108 @@
+"""Offline judgement: rules and small fitted heads that need no model server.
+
+One module per rule family (question analysis, sufficiency, statement support and its
+fitted head, conflicts, soft failures, key points, follow-up rewriting, loop detection)
+plus the offline planner and extractive writer built on them. :func:`offline_judgement`
+bundles the families the run machine consumes; each can be switched off.
+"""
+
+from ._bundle import OFFLINE_FAMILIES, offline_judgement
+from ._conflicts import (
+    conflict_claims,
+    conflicts_for_answer,
+    find_conflicts,
+)
+from ._evidence_pick import (
+    named_hops,
+    select_evidence,
+)
+from ._extractive_writer import (
+    ExtractiveWriter,
+)
+from ._loop_guard import (
+    LoopGuard,
+    LoopVerdict,
+    normalize_query,
+)
+from ._planner import (
+    OfflinePlanner,
+)
+from ._points import (
+    compress_round,
+)
+from ._question import (
+    desubjectivize,
+    extract_entities,
+    question_entities,
+)
+from ._rewrite import (
+    rewrite_followup,
+)
+from ._soft_failures import (
+    spam_flags,
+    stale_flag,
+)
+from ._sufficiency import (
+    QuestionNeeds,
+    analyse_question,
+    judge_answerability,
+)
+from ._support import (
+    DEFAULT_SUPPORT_WEIGHTS,
+    SupportScore,
+    SupportWeights,
+    support_score,
+)
+from ._support_head import (
+    DEFAULT_SUPPORT_HEAD_PATH,
+    EmbeddingSupport,
+    HeadFeatures,
+    SupportHeadError,
+    SupportHeadWeights,
+    flip_polarity,
+    head_features,
+    load_support_head,
+    polarity_flips,
+)
+from ._yes_no import (
+    LEAD_WORDS,
+)
+
+__all__ = [
+    "OFFLINE_FAMILIES",
+    "offline_judgement",
+    "DEFAULT_SUPPORT_HEAD_PATH",
+    "DEFAULT_SUPPORT_WEIGHTS",
+    "EmbeddingSupport",
+    "ExtractiveWriter",
+    "HeadFeatures",
+    "LEAD_WORDS",
+    "LoopGuard",
+    "LoopVerdict",
+    "OfflinePlanner",
+    "QuestionNeeds",
+    "SupportHeadError",
+    "SupportHeadWeights",
+    "SupportScore",
+    "SupportWeights",
+    "analyse_question",
+    "compress_round",
+    "conflict_claims",
+    "conflicts_for_answer",
+    "desubjectivize",
+    "extract_entities",
+    "find_conflicts",
+    "flip_polarity",
+    "head_features",
+    "judge_answerability",
+    "load_support_head",
+    "named_hops",
+    "normalize_query",
+    "polarity_flips",
+    "question_entities",
+    "rewrite_followup",
+    "select_evidence",
+    "spam_flags",
+    "stale_flag",
+    "support_score",
+]
