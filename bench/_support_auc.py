@@ -324,7 +324,7 @@ def fit_head(pairs: Sequence[Pair], embedder: TokenEmbedder | Embedder, *, l2: f
     :class:`~reactive_rag.agent.HeadFeatures` (standardised; full-batch gradient
     descent from zeros: deterministic), then the feature coefficients in
     log-score units and the median over the supporting pairs as the reference.
-    Chosen by 5-fold cross-validation on train grouped by claim (bench/README.md).
+    Chosen by 5-fold cross-validation on train grouped by claim (docs/benchmarks.md).
     """
     import numpy as np
 
