@@ -4,7 +4,8 @@ An actor never calls another actor. It declares the event types it handles;
 the runtime feeds those to :meth:`Actor.on_receive` from a bounded mailbox and
 publishes what the handler returns (or emits) with ``actor`` and ``cause`` set.
 A handler that raises answers its request with :meth:`Actor.on_failure`'s
-event; the actor and the run go on.
+event; the actor and the run go on. A run resumed after a crash gets fresh
+actors, each rebuilding its per-run state in :meth:`Actor.on_restore`.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class ActorContext(Protocol):
 
 
 class Actor:
-    """Base class of every actor (pykka-style hooks).
+    """Base class of every actor (pykka-style hooks: restore, start, receive, stop, failure).
 
     Class attributes (an instance may override them before the run starts):
         name: the ``actor`` stamped on what it publishes; unique within a run.
@@ -63,6 +64,17 @@ class Actor:
     mailbox_size: int = 1024
     timeout_s: float | None = None
     finalizes: bool = False
+
+    def on_restore(self, events: Sequence[Event]) -> None:
+        """Rebuild this actor's per-run state from a resumed run's stored events.
+
+        Called only when a run interrupted by a crash is resumed, on the fresh
+        actor, once, before :meth:`on_start` and before its mailbox starts:
+        ``events`` is the run's whole stored log in ``seq`` order (ending with
+        the ``run.finished(interrupted)`` crash recovery wrote). The actor sees
+        none of them as messages; what it handles after this is new. The
+        default keeps nothing (an actor with no per-run state).
+        """
 
     async def on_start(self, ctx: ActorContext) -> None:
         """Called once before the first message (acquire resources here)."""

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from reactive_rag.judgement import PlannerView  # noqa: E402
-from reactive_rag.judgement.offline import OfflinePlanner, select_evidence
+from reactive_rag.judgement.offline import OfflinePlanner, select_evidence  # noqa: E402
 from reactive_rag.judgement.offline._evidence_pick import PoolScorer  # noqa: E402
 from reactive_rag.run import saturated  # noqa: E402
 from streams import EvidenceChunk, QueryStat  # noqa: E402

@@ -58,8 +58,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from actors.text import tokenize  # noqa: E402
-from reactive_rag.agent import EntailmentModel
-from reactive_rag.judgement.offline import (
+from reactive_rag.agent import EntailmentModel  # noqa: E402
+from reactive_rag.judgement.offline import (  # noqa: E402
     DEFAULT_SUPPORT_HEAD_PATH,
     DEFAULT_SUPPORT_WEIGHTS,
     EmbeddingSupport,

@@ -44,6 +44,7 @@ from answers import contains_gold, gold_answers
 from hotpot import DEFAULT_DATA, documents, final_docs, gold_titles, load
 
 from reactive_rag import Engine, RunResult
+from reactive_rag.conversation import Conversation
 from reactive_rag.index import CorpusIndex
 from reactive_rag.run import Budget
 from streams import PlanDecided
@@ -126,7 +127,7 @@ async def evaluate(dialogues: Sequence[Dialogue], engine: Engine, cap: int,
         variants = [("session", budget), ("compressed", {**budget, "compress_context": True})] \
             if compression else [("session", budget)]
         for name, opts in variants:
-            chat = engine.session()
+            chat = Conversation(engine)
             first = await chat.ask(d.first, collections=[COLLECTION], budget=opts)
             second = await chat.ask(d.second, collections=[COLLECTION], budget=opts)
             tallies[f"both_gold_{name}"].append(float(gold <= set(final_docs(second))))

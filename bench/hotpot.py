@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reactive_rag.agent import match_quote
 from reactive_rag import Engine, RunResult
+from reactive_rag.agent import match_quote
 from reactive_rag.index import CorpusIndex, Document
 from streams import AnswerRequested, EvidenceChunk
 

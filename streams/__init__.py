@@ -50,6 +50,8 @@ from ._events import (
     ReadCompleted,
     ReadFailed,
     ReadRequested,
+    RequestInfo,
+    RequestKind,
     RerankCompleted,
     RerankFailed,
     RerankRequested,
@@ -72,6 +74,8 @@ from ._events import (
     VerifyFailed,
     WriteMode,
     register_event,
+    reply_table,
+    request_info,
 )
 from ._exceptions import (
     DecodeError,
@@ -137,6 +141,8 @@ __all__ = [
     "ReadCompleted",
     "ReadFailed",
     "ReadRequested",
+    "RequestInfo",
+    "RequestKind",
     "RerankCompleted",
     "RerankFailed",
     "RerankRequested",
@@ -172,4 +178,6 @@ __all__ = [
     "follow",
     "operators",
     "register_event",
+    "reply_table",
+    "request_info",
 ]

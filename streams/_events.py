@@ -6,6 +6,11 @@ discriminator the codecs dispatch on), the common envelope (``run_id``, ``seq``,
 ``run_id``/``seq``/``ts`` when an event is published; whoever builds an event
 fills only the payload (and ``actor``/``cause`` when it knows them).
 
+A request (a command some actor answers) declares, as class attributes that never
+go on the wire, the events that answer it, the actor that answers it and what it
+asks for; :func:`reply_table` gathers them, the one request -> reply table that
+the timeline, the traces, the metrics and the web page read.
+
 Third parties add event types with :func:`register_event`; the codecs then
 decode them like the built-in ones.
 """
@@ -14,6 +19,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import enum
+import functools
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
@@ -60,6 +67,8 @@ __all__ = [
     "ReadCompleted",
     "ReadFailed",
     "ReadRequested",
+    "RequestInfo",
+    "RequestKind",
     "RerankCompleted",
     "RerankFailed",
     "RerankRequested",
@@ -82,6 +91,8 @@ __all__ = [
     "VerifyFailed",
     "WriteMode",
     "register_event",
+    "reply_table",
+    "request_info",
 ]
 
 
@@ -103,6 +114,11 @@ Outcome = Literal[
     "failed",
     "interrupted",
 ]
+
+RequestKind = Literal["model", "tool", "service", "check"]
+"""What a request asks for: a model step (plan, write), a tool call the planner makes
+(search, read, scrape), a service the run calls itself (rerank), or a check on the
+run's own material (evidence selection, verification)."""
 
 WriteMode = Literal["answer", "finalize", "repair"]
 """What a write is for: a first answer, the budget's last answer, or a repair of a failed one."""
@@ -128,6 +144,21 @@ class Event(BaseModel):
     cause: int | None = None
 
     priority: ClassVar[Priority] = Priority.NORMAL
+
+    # A request (a command some actor answers) declares who answers it and with what; the
+    # timeline, the traces, the metrics and the web page read these (:func:`reply_table`).
+    # Class attributes, not fields: nothing of this goes on the wire.
+    replies: ClassVar[tuple[str, ...]] = ()
+    """The event types that answer this request (their ``cause`` is its ``seq``); a reply
+    named ``*.failed`` says it failed, and ``actor.failed`` may answer any request.
+    Empty: this event is not a request."""
+    handled_by: ClassVar[str] = ""
+    """The actor that answers this request (its lane on the timeline)."""
+    operation: ClassVar[str] = ""
+    """What this request asks for, in a word or two (``"search"``, ``"select evidence"``):
+    its span's and metric label's name."""
+    request_kind: ClassVar[RequestKind] = "check"
+    """Whether this request is a model step, a tool call, a service call or a check."""
 
 
 # --- payload values ---------------------------------------------------------------
@@ -430,6 +461,11 @@ class PlanRequested(Event):
     """The run asks the planner for its next move (one model step)."""
 
     type: Literal["plan.requested"] = "plan.requested"
+    replies: ClassVar[tuple[str, ...]] = ("plan.decided",)
+    handled_by: ClassVar[str] = "planner"
+    operation: ClassVar[str] = "plan"
+    request_kind: ClassVar[RequestKind] = "model"
+
     round: int
     feedback: tuple[Feedback, ...] = ()
     queries: tuple[QueryStat, ...] = ()
@@ -530,6 +566,11 @@ class SearchRequested(Event):
     """Search these providers (or all configured ones) for a query."""
 
     type: Literal["search.requested"] = "search.requested"
+    replies: ClassVar[tuple[str, ...]] = ("search.completed", "search.failed")
+    handled_by: ClassVar[str] = "searcher"
+    operation: ClassVar[str] = "search"
+    request_kind: ClassVar[RequestKind] = "tool"
+
     call_id: str = ""
     query: str
     k: int = 10
@@ -566,6 +607,11 @@ class ScrapeRequested(Event):
     """Fetch a page and turn it into clean, chunked text."""
 
     type: Literal["scrape.requested"] = "scrape.requested"
+    replies: ClassVar[tuple[str, ...]] = ("page.scraped", "scrape.failed")
+    handled_by: ClassVar[str] = "scraper"
+    operation: ClassVar[str] = "scrape"
+    request_kind: ClassVar[RequestKind] = "tool"
+
     call_id: str = ""
     url: str
     cleaned: tuple[str, ...] = ()
@@ -594,6 +640,11 @@ class ReadRequested(Event):
     """Read on from a found passage: its neighbours in the source."""
 
     type: Literal["read.requested"] = "read.requested"
+    replies: ClassVar[tuple[str, ...]] = ("read.completed", "read.failed")
+    handled_by: ClassVar[str] = "reader"
+    operation: ClassVar[str] = "read"
+    request_kind: ClassVar[RequestKind] = "tool"
+
     call_id: str = ""
     chunk_id: str
     direction: Literal["next", "prev", "both"] = "next"
@@ -622,6 +673,11 @@ class RerankRequested(Event):
     """Order these candidates by relevance to the query and keep the best."""
 
     type: Literal["rerank.requested"] = "rerank.requested"
+    replies: ClassVar[tuple[str, ...]] = ("rerank.completed", "rerank.failed")
+    handled_by: ClassVar[str] = "reranker"
+    operation: ClassVar[str] = "rerank"
+    request_kind: ClassVar[RequestKind] = "service"
+
     call_id: str = ""
     query: str
     candidates: tuple[EvidenceChunk, ...]
@@ -673,6 +729,11 @@ class SelectionRequested(Event):
     """
 
     type: Literal["selection.requested"] = "selection.requested"
+    replies: ClassVar[tuple[str, ...]] = ("evidence.selected",)
+    handled_by: ClassVar[str] = "selector"
+    operation: ClassVar[str] = "select evidence"
+    request_kind: ClassVar[RequestKind] = "check"
+
     candidate_ids: tuple[str, ...]
     queries: tuple[str, ...] = ()
     k: int = 5
@@ -843,6 +904,11 @@ class AnswerRequested(Event):
     """
 
     type: Literal["answer.requested"] = "answer.requested"
+    replies: ClassVar[tuple[str, ...]] = ("answer.drafted",)
+    handled_by: ClassVar[str] = "writer"
+    operation: ClassVar[str] = "write"
+    request_kind: ClassVar[RequestKind] = "model"
+
     mode: WriteMode = "answer"
     attempt: int = 1
     evidence_ids: tuple[str, ...] = ()
@@ -859,6 +925,11 @@ class AnswerDrafted(Event):
     """
 
     type: Literal["answer.drafted"] = "answer.drafted"
+    replies: ClassVar[tuple[str, ...]] = ("answer.verified", "verify.failed")
+    handled_by: ClassVar[str] = "verifier"
+    operation: ClassVar[str] = "verify"
+    request_kind: ClassVar[RequestKind] = "check"
+
     text: str
     claims: tuple[Claim, ...]
     lead: str = ""
@@ -915,6 +986,42 @@ def register_event(cls: _E) -> _E:
         raise ValueError(f"event type {default!r} is already registered by {existing.__name__}")
     EVENT_TYPES[default] = cls
     return cls
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What a request event type declares: who answers it, and with which events.
+
+    Read from the class attributes (:attr:`Event.replies`, :attr:`Event.handled_by`,
+    :attr:`Event.operation`, :attr:`Event.request_kind`); ``failures`` are the
+    replies named ``*.failed``.
+    """
+
+    type: str
+    handled_by: str
+    replies: tuple[str, ...]
+    failures: tuple[str, ...]
+    operation: str
+    kind: RequestKind
+
+
+@functools.cache
+def request_info(cls: type[Event]) -> RequestInfo | None:
+    """What the event class ``cls`` declares as a request (``None``: it is not one)."""
+    if not cls.replies:
+        return None
+    default: Any = cls.model_fields["type"].default  # type: ignore[call-overload,unused-ignore]
+    type_ = str(default)
+    return RequestInfo(
+        type=type_, handled_by=cls.handled_by or type_.partition(".")[0],
+        replies=cls.replies, failures=tuple(r for r in cls.replies if r.endswith(".failed")),
+        operation=cls.operation or type_.partition(".")[0], kind=cls.request_kind)
+
+
+def reply_table() -> dict[str, RequestInfo]:
+    """Every registered request type -> what it declares (the one request -> reply table)."""
+    return {name: info for name, cls in EVENT_TYPES.items()
+            if (info := request_info(cls)) is not None}
 
 
 for _cls in (

@@ -250,3 +250,25 @@ def test_no_module_imports_another_packages_private_module() -> None:
         if (owner := _private_owner(target)) is not None
         and name != owner and not name.startswith(owner + "."))
     assert not leaks, "import these names from the package instead:\n" + "\n".join(leaks)
+
+
+RESUME_HOOKS = frozenset({"restore", "replay", "restore_draft", "prepare", "on_restore"})
+"""Crash-resume and policy hook names: declared on a contract, never looked up by name."""
+
+
+def test_no_hook_is_found_by_getattr() -> None:
+    """Actors and policies declare their hooks; nobody finds one with ``getattr``/``hasattr``.
+
+    The actor contract declares ``on_restore``; the planner, writer and loop
+    guard protocols declare ``replay``, ``restore``, ``restore_draft`` and
+    ``prepare`` (a policy without them is adapted by a typed ``isinstance``).
+    """
+    found = sorted(
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.func.id}(..., {node.args[1].value!r})"
+        for package in ("actors", "reactive_rag")
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant) and node.args[1].value in RESUME_HOOKS)
+    assert not found, "call the declared hook instead:\n" + "\n".join(found)

@@ -9,6 +9,7 @@ from ._cache import CachedEmbedder
 from ._chat import (
     ChatMessage,
     ChatModel,
+    ChatRequest,
     ChatResult,
     DeltaCallback,
     OpenAIChatClient,
@@ -56,6 +57,7 @@ __all__ = [
     "ChatMessage",
     "ChatModel",
     "ChatRateLimited",
+    "ChatRequest",
     "ChatRequestError",
     "ChatResult",
     "ChatServerError",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -40,6 +40,7 @@ from ._chat_sse import Accumulator, read_sse, snippet
 from ._chat_types import (
     ChatMessage,
     ChatModel,
+    ChatRequest,
     ChatResult,
     DeltaCallback,
     RawToolCall,
@@ -51,6 +52,7 @@ from ._chat_types import (
 __all__ = [
     "ChatMessage",
     "ChatModel",
+    "ChatRequest",
     "ChatResult",
     "DeltaCallback",
     "OpenAIChatClient",
@@ -137,58 +139,23 @@ class OpenAIChatClient:
     ) -> None:
         await self.aclose()
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        timeout_s: float | None = None,
-        on_delta: DeltaCallback | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        stream: bool = True,
-    ) -> ChatResult:
+    async def complete(self, request: ChatRequest) -> ChatResult:
         """Stream one completion and return it assembled.
 
-        Args:
-            messages: the conversation in the OpenAI shape.
-            tools: function tools the model may call (see :func:`function_tool`).
-            tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a specific function.
-            timeout_s: this call's whole deadline (default: the client's ``timeout_s``).
-            on_delta: called with each content piece as it arrives.
-            temperature, max_tokens, response_format: passed through when given.
-            stream: ask for an event stream (default). ``False`` asks for one JSON
-                body, for servers that cannot stream some requests (llama-cpp-python
-                cannot stream tool calls with ``tool_choice="auto"``); ``on_delta``
-                then gets the whole content at once.
+        ``request.timeout_s`` is this call's whole deadline (default: the client's
+        ``timeout_s``); ``temperature``, ``max_tokens`` and ``response_format`` are
+        sent when given, and the client's ``extra_body`` is merged over the body. With
+        ``stream=False`` the server is asked for one JSON body.
 
         Raises:
             ChatError: a typed subclass; :class:`ChatTimeout` is also a ``TimeoutError``.
         """
-        budget = self.timeout_s if timeout_s is None else timeout_s
+        budget = self.timeout_s if request.timeout_s is None else request.timeout_s
         if budget <= 0:
             raise ChatTimeout(f"{self.url}: no time left for a model call")
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [dict(m) for m in messages],
-            "stream": stream,
-        }
-        if stream and self._include_usage:
-            body["stream_options"] = {"include_usage": True}
-        if tools:
-            body["tools"] = [dict(t) for t in tools]
-        if tool_choice is not None:
-            body["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
-        if temperature is not None:
-            body["temperature"] = temperature
-        if max_tokens is not None:
-            body["max_tokens"] = max_tokens
-        if response_format is not None:
-            body["response_format"] = dict(response_format)
-        body.update(self._extra_body)
+        body = self._body(request)
         prompt_chars = len(json.dumps(body["messages"])) + len(json.dumps(body.get("tools", [])))
+        on_delta = request.on_delta
 
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
@@ -202,6 +169,29 @@ class OpenAIChatClient:
             max_backoff_s=self._max_backoff_s,
             sleep=self._sleep,
         )
+
+    def _body(self, request: ChatRequest) -> dict[str, Any]:
+        """The JSON body sent for ``request`` (``extra_body`` merged last)."""
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in request.messages],
+            "stream": request.stream,
+        }
+        if request.stream and self._include_usage:
+            body["stream_options"] = {"include_usage": True}
+        if request.tools:
+            body["tools"] = [dict(t) for t in request.tools]
+        tool_choice = request.tool_choice
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice if isinstance(tool_choice, str) else dict(tool_choice)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.response_format is not None:
+            body["response_format"] = dict(request.response_format)
+        body.update(self._extra_body)
+        return body
 
     # --- one HTTP attempt -----------------------------------------------------------
 

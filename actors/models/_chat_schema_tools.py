@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pydantic_core
 
-from ._chat_types import ChatMessage, ChatModel, ChatResult, DeltaCallback, RawToolCall
+from ._chat_types import ChatMessage, ChatModel, ChatRequest, ChatResult, RawToolCall
 
 __all__ = ["SchemaToolChat", "tool_call_schema"]
 
@@ -121,19 +122,7 @@ class SchemaToolChat:
         self.max_calls = max_calls
         self.max_string_length = max_string_length
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        timeout_s: float | None = None,
-        on_delta: DeltaCallback | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        stream: bool = True,
-    ) -> ChatResult:
+    async def complete(self, request: ChatRequest) -> ChatResult:
         """Run one completion; with tools, a constrained one whose JSON becomes tool calls.
 
         Raises:
@@ -141,31 +130,30 @@ class SchemaToolChat:
                 or a ``tool_choice`` :func:`tool_call_schema` rejects.
             ChatError: whatever the wrapped model raises.
         """
-        if not tools or tool_choice == "none":
-            return await self.inner.complete(
-                _plain_history(messages), timeout_s=timeout_s, on_delta=on_delta,
-                temperature=temperature, max_tokens=max_tokens,
-                response_format=response_format, stream=stream,
-            )
-        if response_format is not None:
+        messages, tools = request.messages, request.tools
+        if not tools or request.tool_choice == "none":
+            return await self.inner.complete(replace(
+                request, messages=_plain_history(messages), tools=None, tool_choice=None))
+        if request.response_format is not None:
             raise ValueError("SchemaToolChat: tools and response_format cannot be combined")
-        schema = tool_call_schema(tools, tool_choice=tool_choice, max_calls=self.max_calls,
+        schema = tool_call_schema(tools, tool_choice=request.tool_choice,
+                                  max_calls=self.max_calls,
                                   max_string_length=self.max_string_length)
-        result = await self.inner.complete(
-            _with_note(_plain_history(messages), _tools_note(tools, schema)),
-            timeout_s=timeout_s,
-            temperature=temperature,
-            max_tokens=max_tokens,
+        result = await self.inner.complete(replace(
+            request,
+            messages=_with_note(_plain_history(messages), _tools_note(tools, schema)),
+            tools=None,
+            tool_choice=None,
+            on_delta=None,
             response_format={
                 "type": "json_schema",
                 "json_schema": {"name": _REPLY_SCHEMA_NAME, "schema": schema},
             },
-            stream=stream,
-        )
+        ))
         turn = sum(1 for m in messages if m.get("role") == "assistant")
         calls, content = _parse_reply(result.content, turn)
-        if content and on_delta is not None:
-            on_delta(content)
+        if content and request.on_delta is not None:
+            request.on_delta(content)
         return ChatResult(
             content=content,
             tool_calls=calls,

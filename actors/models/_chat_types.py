@@ -1,4 +1,4 @@
-"""The chat client's value types: messages, tool calls, usage, results, the model seam."""
+"""The chat client's value types: messages, requests, tool calls, usage, results, the model seam."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 __all__ = [
     "ChatMessage",
     "ChatModel",
+    "ChatRequest",
     "ChatResult",
     "DeltaCallback",
     "RawToolCall",
@@ -55,24 +56,47 @@ class ChatResult:
     model: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One completion request: what every :class:`ChatModel` takes (derive copies with
+    :func:`dataclasses.replace`).
+
+    Args:
+        messages: the conversation in the OpenAI shape (kept as a tuple: the caller may
+            go on appending to its own list).
+        tools: function tools the model may call (see :func:`function_tool`).
+        tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a specific function.
+        timeout_s: this call's whole deadline (``None``: the client's default).
+        on_delta: called with each content piece as it arrives.
+        temperature, max_tokens, response_format: sent when given.
+        stream: ask for an event stream (default). ``False`` asks for one JSON body,
+            for servers that cannot stream some requests (llama-cpp-python cannot
+            stream tool calls with ``tool_choice="auto"``); ``on_delta`` then gets the
+            whole content at once.
+    """
+
+    messages: Sequence[ChatMessage]
+    tools: Sequence[Mapping[str, Any]] | None = None
+    tool_choice: str | Mapping[str, Any] | None = None
+    timeout_s: float | None = None
+    on_delta: DeltaCallback | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    response_format: Mapping[str, Any] | None = None
+    stream: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages", tuple(self.messages))
+        if self.tools is not None:
+            object.__setattr__(self, "tools", tuple(self.tools))
+
+
 class ChatModel(Protocol):
     """What the chat planner and writer need from a chat model (a seam for other clients)."""
 
     model: str
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        timeout_s: float | None = None,
-        on_delta: DeltaCallback | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        stream: bool = True,
-    ) -> ChatResult:
+    async def complete(self, request: ChatRequest) -> ChatResult:
         """Run one completion; raise :class:`ChatError` subclasses on failure."""
         ...
 

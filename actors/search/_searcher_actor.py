@@ -70,6 +70,14 @@ class SearcherActor(Actor):
         """Web pages this session's runs registered (normalised)."""
         return self.seen.snapshot()
 
+    def on_restore(self, events: Sequence[Event]) -> None:
+        """A resumed run's seen URLs: the web pages its stored log registered (only those)."""
+        self.seen = SeenUrls()
+        for event in events:
+            if isinstance(event, EvidenceRegistered):
+                for chunk in event.chunks:
+                    self.seen.add_web(chunk.url)
+
     async def on_start(self, ctx: ActorContext) -> None:
         self._ctx = ctx
         for provider in self.searcher.providers.values():

@@ -34,8 +34,8 @@ from ._verifier import (
 )
 
 __all__ = [
-    "AsyncEntailmentModel",
     "DEFAULT_SUPPORT_THRESHOLD",
+    "AsyncEntailmentModel",
     "EntailmentModel",
     "LoopCheck",
     "LoopVerdictLike",

@@ -5,7 +5,9 @@ Each keeps its own view of the run, built from the stream (the question from
 commands it receives stay small and every input is visible in the run's events.
 
 A run resumed after a crash gets fresh actors: each rebuilds what it held from
-the stored events with ``restore(events)`` before the run goes on.
+the stored events in :meth:`~actors.Actor.on_restore` before the run goes on, and
+hands its policy the policy's declared hooks (:class:`PlannerHooks`,
+:class:`WriterHooks`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from typing import Protocol
 from actors import Actor, ActorContext
 from reactive_rag.judgement import (
     Decision,
+    PlannerBase,
+    PlannerHooks,
     PlannerPolicy,
     PlannerView,
+    WriterBase,
+    WriterHooks,
     WriterPolicy,
     planner_context_tokens,
 )
@@ -89,6 +95,14 @@ class LoopCheck(Protocol):
         """True once the planner keeps proposing loops."""
         ...
 
+    async def prepare(self, queries: Iterable[str]) -> None:
+        """Do off the event loop the slow part of checking ``queries`` (e.g. embed them).
+
+        Called after :meth:`sync`, before the :meth:`check` calls of a turn; a
+        guard with nothing slow to do returns at once.
+        """
+        ...
+
 
 class _RunView:
     """Question and evidence registry of one run, built from the stream."""
@@ -114,6 +128,16 @@ class _RunView:
         """Rebuild the view from a run's stored events."""
         for event in events:
             self.absorb(event)
+
+
+def _planner_hooks(policy: PlannerPolicy) -> PlannerHooks:
+    """The policy's resume hooks; no-op ones for a policy that declares none."""
+    return policy if isinstance(policy, PlannerHooks) else PlannerBase()
+
+
+def _writer_hooks(policy: WriterPolicy) -> WriterHooks:
+    """The policy's resume hook; a no-op one for a policy that declares none."""
+    return policy if isinstance(policy, WriterHooks) else WriterBase()
 
 
 class PlannerActor(Actor):
@@ -144,11 +168,10 @@ class PlannerActor(Actor):
         view, history = self._view_for(msg)
         decision = await self.policy.decide(view)
         guard = self.loop_guard
-        prepare = getattr(guard, "prepare", None)
-        if guard is not None and callable(prepare):  # embed off the loop what _vet compares
+        if guard is not None:  # embed off the loop what _vet compares
             guard.sync(history)
-            await prepare([str(c.args["query"]) for c in decision.calls
-                           if c.tool == "search" and isinstance(c.args.get("query"), str)])
+            await guard.prepare([str(c.args["query"]) for c in decision.calls
+                                 if c.tool == "search" and isinstance(c.args.get("query"), str)])
         # calls the policy refused in code (a chat model's bad calls): never run, but seen
         rejected: list[Event] = [
             ToolRejected(call_id=r.call_id, tool=r.tool, reason=r.reason)
@@ -188,23 +211,24 @@ class PlannerActor(Actor):
         )
         return view, history
 
-    def restore(self, events: Sequence[Event]) -> None:
+    def on_restore(self, events: Sequence[Event]) -> None:
         """Rebuild this planner's view of a run from its stored events (crash resume).
 
         The question, evidence, reads and opened pages come from the facts. For
         every plan request this planner answered in the log, the loop guard
-        learns that round again: a policy with ``replay(view) -> Decision``
-        (deterministic, no I/O, like :class:`OfflinePlanner`) makes the same
-        move once more, rebuilding its own state, and the move is vetted as
-        before; otherwise the guard re-checks the round's refused queries (its
-        ``loop.detected``), then the searches it let through. A policy with
-        ``restore(events)`` then rebuilds whatever else it keeps.
+        learns that round again: a policy whose :meth:`PlannerHooks.replay`
+        makes the same move once more (deterministic, no I/O, like
+        :class:`OfflinePlanner`) rebuilds its own state, and the move is vetted
+        as before; otherwise (``None``, or a policy without hooks) the guard
+        re-checks the round's refused queries (its ``loop.detected``), then the
+        searches it let through. :meth:`PlannerHooks.restore` then rebuilds
+        whatever else the policy keeps.
         """
         replies: dict[int, list[Event]] = {}
         for event in events:
             if event.actor == self.name and event.cause is not None:
                 replies.setdefault(event.cause, []).append(event)
-        replay = getattr(self.policy, "replay", None)
+        hooks = _planner_hooks(self.policy)
         for event in events:
             if self.view.absorb(event):
                 continue
@@ -219,8 +243,9 @@ class PlannerActor(Actor):
             if not any(isinstance(e, PlanDecided) for e in reply):
                 continue  # not answered: it is asked again after the resume
             view, history = self._view_for(event)
-            if callable(replay):
-                self._reply(event, replay(view), history, planner_context_tokens(view))
+            replayed = hooks.replay(view)
+            if replayed is not None:
+                self._reply(event, replayed, history, planner_context_tokens(view))
             elif self.loop_guard is not None:
                 self.loop_guard.sync(history)
                 refused = [e.query for e in reply
@@ -230,9 +255,7 @@ class PlannerActor(Actor):
                           if c.tool == "search" and isinstance(c.args.get("query"), str)]
                 for query in (*refused, *passed):
                     self.loop_guard.check(query)
-        restore = getattr(self.policy, "restore", None)
-        if callable(restore):
-            restore(events)
+        hooks.restore(events)
 
     def _reply(self, msg: PlanRequested, decision: Decision,
                history: Sequence[QueryStat], context_tokens: int = 0) -> list[Event]:
@@ -315,7 +338,7 @@ class SelectorActor(Actor):
     def __init__(self) -> None:
         self.view = _RunView()
 
-    def restore(self, events: Sequence[Event]) -> None:
+    def on_restore(self, events: Sequence[Event]) -> None:
         """Rebuild the question and evidence registry from a run's stored events."""
         self.view.restore(events)
 
@@ -340,9 +363,9 @@ class WriterActor(Actor):
     conflict whose claims the verifier refused is left out of the repair, and
     the policy sees only the errors about its own claims.
 
-    A policy may offer ``restore_draft(question, claims)``: on a resumed run
-    it is given its last draft's claims, so a repair knows which claims the
-    verifier's errors name.
+    A policy with :class:`WriterHooks` (``restore_draft(question, claims)``)
+    is given its drafts' claims on a resumed run, so a repair knows which
+    claims the verifier's errors name.
     """
 
     name = "writer"
@@ -404,14 +427,15 @@ class WriterActor(Actor):
             out.extend((n, claim) for claim in sides)
         return out
 
-    def restore(self, events: Sequence[Event]) -> None:
+    def on_restore(self, events: Sequence[Event]) -> None:
         """Rebuild this writer's view of a run from its stored events (crash resume).
 
         Each answer request is taken as the writer took it (the conflicts a
         repair refused are noted) and each draft of this writer sets which of
         its claims were the policy's and which showed a conflict; the policy's
-        ``restore_draft`` gets the last draft's own claims.
+        :meth:`WriterHooks.restore_draft` gets each draft's own claims in order.
         """
+        hooks = _writer_hooks(self.policy)
         planned: dict[int, tuple[int, ...]] = {}
         for event in events:
             if self.view.absorb(event):
@@ -423,9 +447,7 @@ class WriterActor(Actor):
                   and event.cause in planned):
                 self._appended = planned[event.cause]
                 self._own = max(0, len(event.claims) - len(self._appended))
-                remember = getattr(self.policy, "restore_draft", None)
-                if callable(remember):
-                    remember(self.view.question, event.claims[: self._own])
+                hooks.restore_draft(self.view.question, event.claims[: self._own])
 
 
 class VerificationLike(Protocol):
@@ -465,7 +487,7 @@ class VerifierActor(Actor):
         self.verify = verify
         self.view = _RunView()
 
-    def restore(self, events: Sequence[Event]) -> None:
+    def on_restore(self, events: Sequence[Event]) -> None:
         """Rebuild the question and evidence registry from a run's stored events."""
         self.view.restore(events)
 

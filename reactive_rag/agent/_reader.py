@@ -37,6 +37,13 @@ class ReaderActor(Actor):
         self.collections = tuple(collections)
         self.page_chunks: dict[str, EvidenceChunk] = {}
 
+    def on_restore(self, events: Sequence[Event]) -> None:
+        """A resumed run's opened pages: every chunk of the pages its stored log scraped."""
+        for event in events:
+            if isinstance(event, PageScraped):
+                for chunk in event.chunks:
+                    self.page_chunks.setdefault(chunk.id, chunk)
+
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if isinstance(msg, PageScraped):
             for chunk in msg.chunks:

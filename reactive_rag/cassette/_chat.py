@@ -11,18 +11,11 @@ the model how many seconds are left, which a replay cannot repeat).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from actors.models import (
-    ChatError,
-    ChatMessage,
-    ChatModel,
-    ChatResult,
-    DeltaCallback,
-    RawToolCall,
-    Usage,
-)
+from actors.models import ChatError, ChatModel, ChatRequest, ChatResult, RawToolCall, Usage
 
 from ._format import mask_volatile
 
@@ -32,16 +25,18 @@ if TYPE_CHECKING:
 __all__ = ["RecordingChatModel", "ReplayChatModel", "chat_key"]
 
 
-def chat_key(role: str, model: str, messages: Sequence[ChatMessage], *,
-             tools: Sequence[Mapping[str, Any]] | None, tool_choice: str | Mapping[str, Any] | None,
-             temperature: float | None, max_tokens: int | None,
-             response_format: Mapping[str, Any] | None, stream: bool) -> dict[str, Any]:
-    """A completion request as matched on replay (JSON data, volatile text masked)."""
-    key = {"role": role, "model": model, "messages": [dict(m) for m in messages],
-           "tools": [dict(t) for t in tools] if tools else None, "tool_choice": tool_choice,
-           "temperature": temperature, "max_tokens": max_tokens,
-           "response_format": dict(response_format) if response_format is not None else None,
-           "stream": stream}
+def chat_key(role: str, model: str, request: ChatRequest) -> dict[str, Any]:
+    """A completion request as matched on replay (JSON data, volatile text masked).
+
+    The timeout and the delta callback are left out: neither changes the answer.
+    """
+    r = request
+    key = {"role": role, "model": model, "messages": [dict(m) for m in r.messages],
+           "tools": [dict(t) for t in r.tools] if r.tools else None,
+           "tool_choice": r.tool_choice, "temperature": r.temperature,
+           "max_tokens": r.max_tokens,
+           "response_format": dict(r.response_format) if r.response_format is not None else None,
+           "stream": r.stream}
     data: dict[str, Any] = json.loads(json.dumps(key, default=str))
     data["messages"] = mask_volatile(data["messages"])
     return data
@@ -80,22 +75,9 @@ class RecordingChatModel:
         self.role = role
         self._cassette = cassette
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        timeout_s: float | None = None,
-        on_delta: DeltaCallback | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        stream: bool = True,
-    ) -> ChatResult:
-        key = chat_key(self.role, self.model, messages, tools=tools, tool_choice=tool_choice,
-                       temperature=temperature, max_tokens=max_tokens,
-                       response_format=response_format, stream=stream)
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        key = chat_key(self.role, self.model, request)
+        on_delta = request.on_delta
         deltas: list[str] = []
 
         def tap(piece: str) -> None:
@@ -103,10 +85,9 @@ class RecordingChatModel:
             if on_delta is not None:
                 on_delta(piece)
 
-        return await self._cassette.tape("chat", key, self.inner.complete(
-            messages, tools=tools, tool_choice=tool_choice, timeout_s=timeout_s,
-            on_delta=tap, temperature=temperature, max_tokens=max_tokens,
-            response_format=response_format, stream=stream), _result_json, deltas=deltas)
+        return await self._cassette.tape(
+            "chat", key, self.inner.complete(replace(request, on_delta=tap)), _result_json,
+            deltas=deltas)
 
 
 class ReplayChatModel:
@@ -118,22 +99,9 @@ class ReplayChatModel:
         self.role = role
         self._cassette = cassette
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        timeout_s: float | None = None,
-        on_delta: DeltaCallback | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        stream: bool = True,
-    ) -> ChatResult:
-        key = chat_key(self.role, self.model, messages, tools=tools, tool_choice=tool_choice,
-                       temperature=temperature, max_tokens=max_tokens,
-                       response_format=response_format, stream=stream)
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        key = chat_key(self.role, self.model, request)
+        on_delta = request.on_delta
         got = await self._cassette.take("chat", key)
         if on_delta is not None:  # what streamed, also before a failure or a cut
             for piece in got.deltas:

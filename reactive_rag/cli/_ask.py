@@ -2,6 +2,10 @@
 
 ``--record FILE`` tapes the run's outside responses and ``--replay FILE`` runs it again
 from the tape alone (see :mod:`reactive_rag.cassette`).
+
+Ctrl-C cancels the run: it ends ``cancelled``, is kept in the run store like any other,
+one line says so and the exit status is 130. During the first run's indexing it stops
+the build at its next batch, before anything is written (again 130 and one line).
 """
 
 from __future__ import annotations
@@ -12,20 +16,25 @@ import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
+import threading
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.markup import escape
 
-from actors.models import ChatModel, OpenAIChatClient
-from actors.providers import CredibilitySettings, ProviderError, load_search_config
+from actors.providers import (
+    CredibilitySettings,
+    ProviderError,
+    TenantSearchConfig,
+    load_search_config,
+)
 from actors.rerank import Credibility
 from actors.scrape import ScraperActor
 from actors.search import Searcher
@@ -37,7 +46,21 @@ from reactive_rag.cassette import (
     ChatSetup,
     describe_searcher,
 )
-from reactive_rag.engine import CHAT_QUIRKS, Engine, RunResult, chat_policies, credibility_from
+from reactive_rag.engine import (
+    CHAT_QUIRKS,
+    ChatConfig,
+    Engine,
+    EngineConfig,
+    EntailmentConfig,
+    Research,
+    RunHandle,
+    RunResult,
+    Taps,
+    assemble,
+    chat_policies,
+    credibility_from,
+    research_from,
+)
 from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex
 from reactive_rag.judgement import PlannerPolicy, WriterPolicy
 from reactive_rag.judgement.model import ChatEntailment
@@ -45,7 +68,14 @@ from reactive_rag.run import Budget, RunConfigError
 from streams import AsyncSubscriber, ConflictDetected, OverflowPolicy
 
 from ._console import EventPrinter, conflict_sides
-from ._store import add_store_options, store_result, warn_unstored
+from ._index_progress import (
+    BuildStopped,
+    build_progress,
+    open_reporter,
+    progress_mode,
+    stopped_line,
+)
+from ._store import add_store_options, keep_result, warn_unstored
 
 __all__ = ["DEMO_QUESTION", "RunSetup", "add_ask_commands", "add_run_setup_options",
            "build_engine", "credibility_from", "ensure_default_corpus", "live_setup",
@@ -63,7 +93,7 @@ def add_ask_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     ask.add_argument("question", nargs="?", help="the question (with --replay: the recorded one)")
     add_run_setup_options(ask)
     add_store_options(ask)
-    ask.set_defaults(func=_cmd_ask, default_question=None)
+    ask.set_defaults(func=_cmd_ask, default_question=None, demo=False)
     demo = subparsers.add_parser(
         "demo", help="index the bundled default corpus (first time) and answer a question",
         description="Builds (or reuses) the standard-library documentation index and asks "
@@ -71,7 +101,7 @@ def add_ask_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     demo.add_argument("question", nargs="?", help=f"default: {DEMO_QUESTION!r}")
     add_run_setup_options(demo)
     add_store_options(demo)
-    demo.set_defaults(func=_cmd_ask, default_question=DEMO_QUESTION)
+    demo.set_defaults(func=_cmd_ask, default_question=DEMO_QUESTION, demo=True)
 
 
 def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -> None:
@@ -95,7 +125,8 @@ def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -
     p.add_argument("--progress", action="store_true", help="show budget ticks in the live view")
     p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
     p.add_argument("--web", action="store_true",
-                   help="also search the web with the configured providers (see README)")
+                   help="also search the web with the configured providers "
+                        "(see docs/configuration.md)")
     p.add_argument("--model-url", default=os.environ.get("REACTIVE_RAG_CHAT_URL"),
                    help="OpenAI-compatible chat server for the planner and writer "
                         "(default: $REACTIVE_RAG_CHAT_URL; none: offline policies)")
@@ -142,21 +173,98 @@ def parse_budget(items: list[str]) -> dict[str, Any]:
     return out
 
 
+#: The exit status after Ctrl-C (128 + SIGINT), as a shell reports an interrupted command.
+EXIT_INTERRUPTED = 130
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
     console = Console(highlight=False, stderr=args.json)
     if args.json and not args.verbose:
         args.quiet = True  # --json: the one JSON object, nothing else unless asked
+    ctrl_c = _CtrlC()
     try:
         budget = parse_budget(args.budget)
-        result = asyncio.run(_ask(args, console, budget))
+        result, problem = asyncio.run(_ask_and_keep(args, console, budget, ctrl_c))
     except RunConfigError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         return 2
-    if args.keep:
-        problem = store_result(result, args.store)
-        if problem is not None:
-            warn_unstored(problem)
+    except BuildStopped:
+        print(stopped_line(STDLIB_COLLECTION), file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    except (_NotStarted, KeyboardInterrupt):  # KeyboardInterrupt: before _on_sigint
+        print("cancelled before the run started", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
+    if problem is not None:
+        warn_unstored(problem)
+    if ctrl_c.cancelled(result):
+        if args.json:
+            print(json.dumps(result_json(result), ensure_ascii=False))
+        kept = (f"run {result.run_id} kept; see reactive-rag replay {result.run_id}"
+                if args.keep and problem is None else f"run {result.run_id} not kept")
+        print(f"cancelled ({kept})", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     return report_result(result, console, as_json=args.json)
+
+
+async def _ask_and_keep(args: argparse.Namespace, console: Console, budget: dict[str, Any],
+                        ctrl_c: _CtrlC) -> tuple[RunResult, str | None]:
+    """The run, then (``--no-store`` aside) its store write; Ctrl-C is ``ctrl_c``'s all along.
+
+    Returns:
+        The result and, if it could not be stored, the line that says why.
+    """
+    with _on_sigint(asyncio.get_running_loop(), ctrl_c):
+        result = await _ask(args, console, budget, ctrl_c)
+        problem = await keep_result(result, args.store) if args.keep else None
+    return result, problem
+
+
+class _NotStarted(Exception):
+    """Ctrl-C came before the run was started: none is."""
+
+
+class _CtrlC:
+    """What Ctrl-C does during ``ask``/``demo``.
+
+    Indexing the default corpus: stop the build at its next batch (``stop``).
+    The run going on: cancel it (it ends ``cancelled`` and is kept). Otherwise
+    (the run has ended and is being stored) nothing. A second Ctrl-C while the
+    first is still being carried out leaves at once (exit status 130).
+    """
+
+    REASON = "cancelled with Ctrl-C"
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.handle: RunHandle | None = None
+        self.pressed = False
+
+    def __call__(self) -> None:
+        if self.pressed:
+            print("interrupted again: leaving now", file=sys.stderr, flush=True)
+            os._exit(EXIT_INTERRUPTED)
+        self.pressed = True
+        self.stop.set()  # the build (if one is going on) stops at its next batch
+        if self.handle is not None:
+            self.handle.cancel(self.REASON)
+
+    def cancelled(self, result: RunResult) -> bool:
+        """Whether Ctrl-C is what ended this run."""
+        return self.pressed and result.outcome == "cancelled"
+
+
+@contextlib.contextmanager
+def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> Iterator[None]:
+    """Call ``handler`` on Ctrl-C instead of interrupting everything (where supported)."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, handler)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
+        yield
+        return
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
 
 
 def report_result(result: RunResult, console: Console, *, as_json: bool) -> int:
@@ -181,6 +289,8 @@ class RunSetup:
     entailment: ChatEntailment | None = None
     scraper: Callable[[], ScraperActor] | None = None
     cassette: Cassette | None = None
+    research: Research | None = None
+    """What a live run's config built (:func:`~reactive_rag.engine.research_from`)."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def aclose(self) -> None:
@@ -191,13 +301,20 @@ class RunSetup:
             self.cassette.close()
 
 
-async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any]) -> RunResult:
+async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any],
+               ctrl_c: _CtrlC) -> RunResult:
     setup = _replayed(args, budget) if args.replay else _live(args, budget)
     engine = build_engine(args, setup)
     started = False
     try:
-        await ensure_default_corpus(engine, console, setup.start["collections"], args.quiet)
-        handle = engine.start(**setup.start)
+        await ensure_default_corpus(engine, console, setup.start["collections"], args.quiet,
+                                    stop=ctrl_c.stop)
+        if args.demo and not args.quiet:
+            console.print(f"[dim]index: {escape(str(engine.index.root))} (collection "
+                          f"{STDLIB_COLLECTION}; REACTIVE_RAG_HOME or --root moves it)[/dim]")
+        if ctrl_c.pressed:  # Ctrl-C once the build was writing: it finished; start nothing
+            raise _NotStarted
+        handle = ctrl_c.handle = engine.start(**setup.start)
         started = True
         view: AsyncSubscriber | None = None
         if not args.quiet:
@@ -218,17 +335,61 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
 
 
 def build_engine(args: argparse.Namespace, setup: RunSetup) -> Engine:
-    """The engine a setup describes, over the index at ``--root``."""
+    """The engine a setup describes, over the index at ``--root``.
+
+    A live run's engine comes from its config through the one assembler every face
+    uses; a replayed run's parts come from the cassette, not from a config.
+    """
+    if setup.research is not None:
+        return assemble(Engine, setup.research, index=CorpusIndex(args.root), owns_parts=False,
+                        credibility=setup.credibility, scraper=setup.scraper)
     return Engine(CorpusIndex(args.root), web=setup.web, web_compression=setup.compression,
                   planner=setup.planner, writer=setup.writer, credibility=setup.credibility,
                   entailment=setup.entailment, scraper=setup.scraper)
 
 
+def engine_config_from(args: argparse.Namespace) -> tuple[EngineConfig, CredibilitySettings]:
+    """The :class:`EngineConfig` that ``--web``, ``--model-url`` and ``--entailment-url`` say,
+    and the credibility settings of the search config (read even without ``--web``).
+
+    Raises:
+        RunConfigError: ``--web`` without a usable search configuration.
+    """
+    search: TenantSearchConfig | None = None
+    settings = CredibilitySettings()
+    if args.web:
+        try:
+            search = load_search_config().tenant()
+        except ProviderError as exc:
+            raise RunConfigError(f"--web: {exc}") from exc
+        settings = search.credibility
+    else:
+        with contextlib.suppress(ProviderError):  # a local run needs no web config
+            settings = load_search_config().tenant().credibility
+    chat = entailment = None
+    try:
+        if args.model_url:
+            chat = ChatConfig(url=args.model_url, model=args.model, quirks=args.model_quirks,
+                              api_key_env="REACTIVE_RAG_CHAT_API_KEY"
+                              if os.environ.get("REACTIVE_RAG_CHAT_API_KEY") else None)
+        if args.entailment_url:
+            entailment = EntailmentConfig(url=args.entailment_url, model=args.entailment_model)
+    except ValidationError as exc:
+        raise RunConfigError(f"--model-url/--entailment-url: "
+                             f"{exc.errors(include_url=False)[0]['msg']}") from exc
+    return EngineConfig(search=search, chat=chat, entailment=entailment), settings
+
+
 async def ensure_default_corpus(engine: Engine, console: Console, collections: Sequence[str],
-                                quiet: bool) -> None:
-    """Index the bundled default collection first if ``collections`` asks for it."""
+                                quiet: bool, *, stop: threading.Event | None = None) -> None:
+    """Index the bundled default collection first if ``collections`` asks for it.
+
+    Its progress is shown as ``reactive-rag index`` shows it (on stderr: rate,
+    ETA and elapsed time). Once ``stop`` is set the build stops at its next
+    batch, before writing anything, and :class:`BuildStopped` is raised.
+    """
     if STDLIB_COLLECTION in collections and not engine.index.exists(STDLIB_COLLECTION):
-        await asyncio.to_thread(_build_default, engine, console, quiet)
+        await asyncio.to_thread(_build_default, engine, console, quiet, stop)
 
 
 def _live(args: argparse.Namespace, budget: dict[str, Any]) -> RunSetup:
@@ -248,52 +409,24 @@ def live_setup(args: argparse.Namespace, budget: dict[str, Any], question: str =
     Raises:
         RunConfigError: ``--web`` without a usable search configuration, a bad ``--record``.
     """
-    web: Searcher | None = None
-    compression: Literal["none", "rag"] = "none"
-    settings = CredibilitySettings()
-    if args.web:
-        try:
-            tenant = load_search_config().tenant()
-            web = Searcher.from_config(tenant)
-        except ProviderError as exc:
-            raise RunConfigError(f"--web: {exc}") from exc
-        compression = tenant.compression
-        settings = tenant.credibility
-    else:
-        with contextlib.suppress(ProviderError):  # a local run needs no web config
-            settings = load_search_config().tenant().credibility
+    config, settings = engine_config_from(args)
+    research = research_from(config)
     setup = RunSetup(start={"question": question, "mode": args.mode or "agent",
                           "collections": tuple(args.collections or (STDLIB_COLLECTION,)),
                           "budget": budget},
-                   credibility=credibility_from(settings), web=web, compression=compression)
-    if web is not None:
-        setup.closers.append(web.aclose)
-    chat: ChatModel | None = None
-    if args.model_url:
-        client = OpenAIChatClient(args.model_url, model=args.model,
-                                  api_key=os.environ.get("REACTIVE_RAG_CHAT_API_KEY"))
-        setup.closers.append(client.aclose)
-        chat = client
-    judge: ChatModel | None = None
-    if args.entailment_url:
-        judge_client = OpenAIChatClient(
-            args.entailment_url, model=args.entailment_model,
-            api_key=os.environ.get("REACTIVE_RAG_ENTAILMENT_API_KEY"))
-        setup.closers.append(judge_client.aclose)
-        judge = judge_client
+                   credibility=credibility_from(settings), web=research.web,
+                   compression=config.search.compression if config.search else "none",
+                   research=research, closers=list(research.closers))
     if args.record:
-        cassette = _record(args, setup, settings, chat is not None, judge is not None)
+        cassette = _record(args, setup, settings, research.chat is not None,
+                           research.judge is not None)
         setup.cassette = cassette
         setup.start["edges"] = cassette.edges()
-        if setup.web is not None:
-            setup.web = cassette.searcher(setup.web)
+        if research.web is not None:
             setup.scraper = cassette.scraper()
-        chat = cassette.chat(chat, role="chat") if chat is not None else None
-        judge = cassette.chat(judge, role="entailment") if judge is not None else None
-    if chat is not None:
-        setup.planner, setup.writer = chat_policies(chat, quirks=args.model_quirks)
-    if judge is not None:
-        setup.entailment = ChatEntailment(judge)
+        setup.research = research.tapped(Taps(
+            searcher=cassette.searcher,
+            chat=lambda model, role: cassette.chat(model, role=role)))
     return setup
 
 
@@ -370,25 +503,15 @@ def _tell_cassette(cassette: Cassette) -> None:
                   "were never asked for: the run went another way than the recording")
 
 
-def _build_default(engine: Engine, console: Console, quiet: bool) -> None:
+def _build_default(engine: Engine, console: Console, quiet: bool,
+                   stop: threading.Event | None) -> None:
     if not quiet:
-        console.print("[dim]Indexing the standard-library documentation (first run only; "
-                      "embeddings are cached on disk)…[/dim]")
-    bar_context: AbstractContextManager[Progress | None] = (
-        nullcontext(None) if quiet else Progress(
-            TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
-            console=console, transient=True))
-    with bar_context as bar:
-        tasks: dict[str, TaskID] = {}
-
-        def progress(done: int, total: int, stage: str) -> None:
-            if bar is None:
-                return
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(stage, total=total)
-            bar.update(tasks[stage], completed=done, total=total)
-
-        engine.ensure_stdlib_corpus(progress)
+        console.print(f"[dim]Indexing the standard-library documentation into "
+                      f"{escape(str(engine.index.root))} (first run only; embeddings are "
+                      "cached on disk; Ctrl-C stops it)…[/dim]")
+    with open_reporter(progress_mode(quiet=quiet)) as reporter:
+        engine.ensure_stdlib_corpus(build_progress(
+            reporter, embed_rate=None if quiet else engine.index.embed_rate, stop=stop))
 
 
 def render_result(result: RunResult, console: Console) -> None:

@@ -23,11 +23,12 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
+from reactive_rag.conversation import Conversation
 from reactive_rag.engine import Engine, RunHandle
 from reactive_rag.run import Budget, RunConfigError
 from streams import AsyncSubscriber, OverflowPolicy
@@ -42,9 +43,6 @@ from ._ask import (
 )
 from ._console import EventPrinter
 from ._store import add_store_options, keep_result, warn_unstored
-
-if TYPE_CHECKING:
-    from reactive_rag.conversation import Conversation
 
 __all__ = ["COMMANDS", "add_chat_commands"]
 
@@ -207,7 +205,7 @@ class _Repl:
         self.options = options
         self.quiet = quiet
         self.progress = progress
-        self.conversation: Conversation = engine.session()
+        self.conversation = Conversation(engine)
         self.running: RunHandle | None = None
         self.echo = not sys.stdin.isatty()  # piped input: show what was asked
         self._reader: _LineReader | None = None

@@ -24,7 +24,14 @@ from reactive_rag.index import (
     stdlib_documents,
 )
 
-from ._index_progress import estimate_line, open_reporter, progress_mode
+from ._index_progress import (
+    BuildStopped,
+    build_progress,
+    open_reporter,
+    progress_mode,
+    stop_on_sigint,
+    stopped_line,
+)
 
 __all__ = ["DEFAULT_MAX_FILE_MB", "add_index_commands", "main"]
 
@@ -94,18 +101,10 @@ def _cmd_index(args: argparse.Namespace) -> int:
     machine = args.json and not args.verbose  # --json: stdout is the report, stderr silent
     warnings: list[str] = []
     try:
-        with open_reporter(progress_mode(quiet=args.quiet or machine)) as reporter:
-
-            def progress(done: int, total: int, stage: str) -> None:
-                if stage == "embed" and done == 0:
-                    rate, measured = index.embed_rate()
-                    warning = estimate_line(total, rate, measured=measured)
-                    if warning is not None:
-                        warnings.append(warning)
-                        if not machine:
-                            reporter.warn(warning)
-                reporter(done, total, stage)
-
+        with stop_on_sigint() as stop, \
+                open_reporter(progress_mode(quiet=args.quiet or machine)) as reporter:
+            progress = build_progress(reporter, embed_rate=index.embed_rate,
+                                      warnings=warnings, show_warnings=not machine, stop=stop)
             if args.path == ":stdlib":
                 report = index.index_documents(args.collection, stdlib_documents(),
                                                mode=mode, progress=progress)
@@ -117,6 +116,9 @@ def _cmd_index(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         _print_skipped(exc.skipped, sys.stderr)
         return 2
+    except (BuildStopped, KeyboardInterrupt):
+        print(stopped_line(args.collection), file=sys.stderr, flush=True)
+        return 130
     except (CorpusError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -9,13 +9,21 @@ a stage ends, each with its rate and the time left::
 Before the embedding starts, a job estimated to take longer than
 :data:`LARGE_JOB_S` (at the rate measured on this machine, or the default)
 gets a warning line; nothing waits for an answer.
+
+:func:`build_progress` is the one progress callback of every build the CLI
+starts (``reactive-rag index``, the first run of ``demo``/``ask``/``chat``): the
+reporter, that warning, and a stop: once its event is set (Ctrl-C), the build
+raises :class:`BuildStopped` at its next batch, before it has written anything.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Literal, Protocol, TextIO
@@ -36,12 +44,17 @@ from rich.text import Text
 
 __all__ = [
     "LARGE_JOB_S",
+    "STOPPABLE_STAGES",
+    "BuildStopped",
     "ProgressMode",
     "ProgressReporter",
+    "build_progress",
     "estimate_line",
     "format_duration",
     "open_reporter",
     "progress_mode",
+    "stop_on_sigint",
+    "stopped_line",
 ]
 
 #: A job estimated to embed for longer than this (seconds) is announced with a warning.
@@ -50,6 +63,14 @@ LARGE_JOB_S = 300.0
 ProgressMode = Literal["bar", "lines", "none"]
 
 _UNITS = {"load": "files", "chunk": "documents", "embed": "chunks"}
+
+#: The stages a build can stop in with nothing written: the new generation's folder is
+#: only made after the last batch is embedded (what was embedded stays in the cache).
+STOPPABLE_STAGES = frozenset({"load", "chunk", "embed"})
+
+
+class BuildStopped(Exception):
+    """A build asked to stop (Ctrl-C) did, at its next batch, before writing anything."""
 
 
 def progress_mode(*, quiet: bool, stdout: TextIO | None = None,
@@ -205,6 +226,69 @@ class _Silent:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         return None
+
+
+def stopped_line(collection: str) -> str:
+    """The one line a build stopped by Ctrl-C ends with (its exit status is 130)."""
+    return (f"cancelled: nothing written, collection {collection!r} left as it was "
+            "(what was embedded is cached: indexing again goes on from there)")
+
+
+def build_progress(reporter: ProgressReporter, *,
+                   embed_rate: Callable[[], tuple[float, bool]] | None = None,
+                   warnings: list[str] | None = None, show_warnings: bool = True,
+                   stop: threading.Event | None = None) -> Callable[[int, int, str], None]:
+    """The ``progress(done, total, stage)`` callback a build is given.
+
+    Args:
+        reporter: shows each report (see :func:`open_reporter`).
+        embed_rate: ``(passages/s, measured)`` (``CorpusIndex.embed_rate``): a job
+            estimated longer than :data:`LARGE_JOB_S` gets :func:`estimate_line`.
+        warnings: collects that warning (for a ``--json`` report).
+        show_warnings: also tell it through ``reporter.warn``.
+        stop: once set, the build raises :class:`BuildStopped` at its next report
+            in one of :data:`STOPPABLE_STAGES`; once it writes, it finishes.
+    """
+    def progress(done: int, total: int, stage: str) -> None:
+        if stop is not None and stop.is_set() and stage in STOPPABLE_STAGES:
+            raise BuildStopped("stopped before writing anything")
+        if embed_rate is not None and stage == "embed" and done == 0:
+            rate, measured = embed_rate()
+            warning = estimate_line(total, rate, measured=measured)
+            if warning is not None:
+                if warnings is not None:
+                    warnings.append(warning)
+                if show_warnings:
+                    reporter.warn(warning)
+        reporter(done, total, stage)
+
+    return progress
+
+
+@contextmanager
+def stop_on_sigint() -> Iterator[threading.Event]:
+    """Ctrl-C sets the event it yields instead of raising ``KeyboardInterrupt``.
+
+    For a build in this (main) thread: :func:`build_progress` with that event
+    stops it at its next batch. A second Ctrl-C raises ``KeyboardInterrupt`` as
+    usual. Outside the main thread the event is never set.
+    """
+    stop = threading.Event()
+
+    def interrupted(signum: int, frame: object) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    try:
+        previous = signal.signal(signal.SIGINT, interrupted)
+    except ValueError:  # not the main thread
+        yield stop
+        return
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def open_reporter(mode: ProgressMode, *, stream: TextIO | None = None,

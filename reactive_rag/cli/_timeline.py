@@ -2,19 +2,21 @@
 
 :func:`build_timeline` is pure (events in, a :class:`Timeline` out) so the
 terminal view (``reactive-rag replay RUN_ID --timeline``, :func:`render_timeline`)
-and the web page's swimlane panel (``web/timeline.js``, a port of the same rules)
-draw the same picture of a run: parallel fan-out as stacked bars, slow
-providers as long ones, failures and retries marked, and the budget beside it.
+and the web page's swimlane panel (``web/timeline.js``, a port of the same rules
+that reads the same request -> reply table from the server) draw the same
+picture of a run: parallel fan-out as stacked bars, slow providers as long
+ones, failures and retries marked, and the budget beside it.
 
 The rules:
 
-* A request event opens a bar in its actor's lane (``search.requested`` ->
+* A request event opens a bar in the lane of the actor that answers it, as the
+  event class declares (:func:`streams.reply_table`: ``search.requested`` ->
   ``searcher``, ``answer.requested`` -> ``writer``, or ``finalizer`` when the
   budget's last answer is asked for, ``answer.drafted`` -> ``verifier``...).
-* Its reply closes it: the reply's ``cause`` is the request's ``seq`` (or, when
-  a reply carries no cause, the oldest open request of that type with its
-  ``call_id``). ``*.failed``, ``actor.failed`` and ``verify.failed`` replies
-  mark the bar ``failed``.
+* One of its declared replies closes it: the reply's ``cause`` is the request's
+  ``seq`` (or, when a reply carries no cause, the oldest open request of that
+  type with its ``call_id``). ``*.failed`` replies (``verify.failed`` too) and
+  ``actor.failed`` mark the bar ``failed``.
 * A request for a ``call_id`` already seen (a re-issued call, e.g. after a
   resume) and a repair answer (``attempt`` > 1) are retries: the bar records
   its attempt, and an earlier attempt that failed or never got a reply becomes
@@ -45,6 +47,7 @@ from streams import (
     RunFinished,
     SearchCompleted,
     SearchFailed,
+    reply_table,
 )
 
 __all__ = [
@@ -61,22 +64,6 @@ __all__ = [
 BarStatus = Literal["ok", "failed", "retried", "cancelled", "open"]
 """How a bar ended: answered, failed, failed (or lost) and asked again, cancelled, or not yet."""
 
-# request type -> (lane, the reply types that close it, the ones that mean it failed)
-_REQUESTS: dict[str, tuple[str, frozenset[str], frozenset[str]]] = {
-    "plan.requested": ("planner", frozenset({"plan.decided"}), frozenset()),
-    "search.requested": ("searcher", frozenset({"search.completed", "search.failed"}),
-                         frozenset({"search.failed"})),
-    "scrape.requested": ("scraper", frozenset({"page.scraped", "scrape.failed"}),
-                         frozenset({"scrape.failed"})),
-    "read.requested": ("reader", frozenset({"read.completed", "read.failed"}),
-                       frozenset({"read.failed"})),
-    "rerank.requested": ("reranker", frozenset({"rerank.completed", "rerank.failed"}),
-                         frozenset({"rerank.failed"})),
-    "selection.requested": ("selector", frozenset({"evidence.selected"}), frozenset()),
-    "answer.requested": ("writer", frozenset({"answer.drafted"}), frozenset()),
-    "answer.drafted": ("verifier", frozenset({"answer.verified", "verify.failed"}),
-                       frozenset({"verify.failed"})),
-}
 _LANE_ORDER = ("planner", "searcher", "search:", "scraper", "reader", "reranker", "selector",
                "writer", "verifier", "finalizer")
 _ANY_FAILURE = "actor.failed"
@@ -141,8 +128,8 @@ class Timeline:
 @dataclass(slots=True)
 class _Open:
     bar: Bar
-    failures: frozenset[str]
-    replies: frozenset[str]
+    failures: tuple[str, ...]
+    replies: tuple[str, ...]
     key: str  # what a retry of this call would share ("" when calls cannot be told apart)
 
 
@@ -152,6 +139,7 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
     if not evs:
         return Timeline(lanes=(), bars=(), gauges=(), duration=0.0)
     t0 = evs[0].ts
+    requests = reply_table()
     bars: list[Bar] = []
     open_by_seq: dict[int, tuple[int, _Open]] = {}
     last_by_key: dict[str, int] = {}
@@ -167,10 +155,10 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
         elif ev.type == "budget.exhausted":
             marks.append((at, f"{getattr(ev, 'resource', 'budget')} exhausted"))
         _close(ev, at, bars, open_by_seq)
-        spec = _REQUESTS.get(ev.type)
-        if spec is None:
+        info = requests.get(ev.type)
+        if info is None:
             continue
-        lane, replies, failures = spec
+        lane = info.handled_by
         if isinstance(ev, AnswerRequested) and ev.mode == "finalize":
             lane = "finalizer"
         key = _retry_key(ev)
@@ -187,7 +175,7 @@ def build_timeline(events: Iterable[Event]) -> Timeline:
         bars.append(bar)
         if key:
             last_by_key[key] = len(bars) - 1
-        open_by_seq[ev.seq] = (len(bars) - 1, _Open(bar, failures, replies, key))
+        open_by_seq[ev.seq] = (len(bars) - 1, _Open(bar, info.failures, info.replies, key))
     end_status: BarStatus = ("cancelled" if finished is not None and finished.outcome == "cancelled"
                              else "open")
     if end_status == "cancelled":

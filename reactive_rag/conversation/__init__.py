@@ -17,13 +17,13 @@ from ._state import (
 )
 
 __all__ = [
-    "Conversation",
     "FOLD_EVERY",
+    "VERBATIM",
+    "Conversation",
     "HistorySummary",
     "PreparedTurn",
     "SessionState",
     "Turn",
-    "VERBATIM",
     "prepare_turn",
     "record_turn",
 ]

@@ -1,4 +1,4 @@
-"""The Python API of a conversation: ``engine.session()`` -> ``session.ask(...)``."""
+"""The Python API of a conversation: ``Conversation(engine)`` -> ``conversation.ask(...)``."""
 
 from __future__ import annotations
 

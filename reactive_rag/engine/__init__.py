@@ -1,4 +1,10 @@
-"""reactive_rag.engine."""
+"""The engine: starts runs, hands out their handles and results, resumes stored ones.
+
+:class:`Engine` is built one way from config for every face (:func:`assemble`, behind
+:meth:`Engine.from_config`): the library, the CLI, the server's tenants, MCP and Ray
+replicas. :class:`EngineConfig` is the one typed config; :func:`load_engine_config`
+reads it from TOML, a mapping or the environment.
+"""
 
 from ._chat_setup import (
     CHAT_QUIRKS,
@@ -10,12 +16,18 @@ from ._chat_setup import (
 )
 from ._config import (
     EngineConfig,
+    JudgementConfig,
+    Research,
+    Taps,
+    assemble,
     credibility_from,
     load_engine_config,
+    research_from,
 )
 from ._engine import (
     Citation,
     Engine,
+    EngineSettings,
     Mode,
     RunHandle,
     RunObserver,
@@ -40,20 +52,26 @@ __all__ = [
     "Engine",
     "EngineConfig",
     "EngineReplicas",
+    "EngineSettings",
     "EntailmentConfig",
+    "JudgementConfig",
     "Mode",
     "ReplicaRun",
     "ReplicasUnavailable",
+    "Research",
     "RunHandle",
     "RunObserver",
     "RunResult",
     "StoreFactory",
+    "Taps",
     "TenantEngineFactory",
     "ask",
+    "assemble",
     "chat_client",
     "chat_policies",
     "credibility_from",
     "entailment_client",
     "load_engine_config",
     "read_toml",
+    "research_from",
 ]

@@ -10,13 +10,15 @@ server (``credibility_from``, the chat client), one way for all three.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from actors.models import ChatModel
 from actors.providers import (
     CredibilitySettings,
     ProviderError,
@@ -25,7 +27,7 @@ from actors.providers import (
 )
 from actors.rerank import Credibility
 from actors.search import Searcher
-from reactive_rag.judgement import PlannerPolicy, WriterPolicy
+from reactive_rag.index import CorpusIndex
 from reactive_rag.judgement.model import ChatEntailment
 from reactive_rag.run import RunConfigError
 
@@ -39,13 +41,39 @@ from ._chat_setup import (
 from ._placement import parse_placement
 from ._toml import read_toml
 
-__all__ = ["EngineConfig", "Research", "credibility_from", "load_engine_config", "research_from"]
+__all__ = [
+    "EngineConfig",
+    "JudgementConfig",
+    "Research",
+    "Taps",
+    "assemble",
+    "credibility_from",
+    "load_engine_config",
+    "research_from",
+]
+
+if TYPE_CHECKING:
+    from ._engine import Engine
+
+E = TypeVar("E", bound="Engine")
 
 
 def credibility_from(settings: CredibilitySettings) -> Credibility:
     """The credibility table a tenant's ``[credibility]`` settings describe."""
     base = Credibility.defaults() if settings.defaults else Credibility()
     return base.merged(domains=settings.domains, collections=settings.collections)
+
+
+class JudgementConfig(BaseModel):
+    """The ``[judgement]`` table: offline rule families to switch off.
+
+    ``off`` names families of :class:`~reactive_rag.judgement.Judgement`
+    (``sufficiency``, ``conflicts``, ``spam``, ``stale``, ``points``).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    off: tuple[Literal["sufficiency", "conflicts", "spam", "stale", "points"], ...] = ()
 
 
 class EngineConfig(BaseModel):
@@ -57,6 +85,7 @@ class EngineConfig(BaseModel):
         entailment: a model that must also judge each claim; ``None``: offline checks.
         placement: actors on Ray, e.g. ``[placement.reranker]`` with ``on = "ray"``
             and :class:`~actors.RayOptions` keys; ``None``: every actor in process.
+        judgement: offline rule families switched off (``[judgement] off = ["spam"]``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -65,9 +94,11 @@ class EngineConfig(BaseModel):
     chat: ChatConfig | None = None
     entailment: EntailmentConfig | None = None
     placement: dict[str, Any] | None = None
+    judgement: JudgementConfig | None = None
 
 
-def load_engine_config(config: str | os.PathLike[str] | Mapping[str, Any] | None = None, *,
+def load_engine_config(config: str | os.PathLike[str] | Mapping[str, Any] | EngineConfig | None
+                       = None, *,
                        tenant: str = "default",
                        env: Mapping[str, str] | None = None) -> EngineConfig:
     """Read an engine's config from a TOML file or a mapping (already parsed TOML).
@@ -84,6 +115,8 @@ def load_engine_config(config: str | os.PathLike[str] | Mapping[str, Any] | None
         RunConfigError: an unreadable file, bad TOML, or values the schemas refuse.
     """
     environ = os.environ if env is None else env
+    if isinstance(config, EngineConfig):
+        return config
     if config is None:
         return _from_environment(tenant, environ)
     data: Mapping[str, Any] = (config if isinstance(config, Mapping)
@@ -126,31 +159,79 @@ def _from_environment(tenant: str, env: Mapping[str, str]) -> EngineConfig:
 
 @dataclass
 class Research:
-    """The parts of an engine a config built, and what to close when the engine closes."""
+    """The parts a config built, not yet wired into an engine, and what closes them.
 
+    Clients, not policies: a recording (:class:`Taps`) can wrap the searcher and the
+    chat clients before :func:`assemble` turns them into per-run policy factories.
+    """
+
+    config: EngineConfig
     web: Searcher | None = None
-    web_compression: Literal["none", "rag"] = "none"
-    credibility: Credibility | None = None
-    planner: Callable[[], PlannerPolicy] | None = None
-    writer: Callable[[], WriterPolicy] | None = None
-    entailment: ChatEntailment | None = None
-    placement: dict[str, Any] | None = None
+    chat: ChatModel | None = None
+    judge: ChatModel | None = None
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
+    def tapped(self, taps: Taps) -> Research:
+        """The same parts seen through ``taps`` (e.g. a cassette recording them)."""
+        web = self.web if self.web is None or taps.searcher is None else taps.searcher(self.web)
+        chat = self.chat if self.chat is None or taps.chat is None else taps.chat(self.chat, "chat")
+        judge = (self.judge if self.judge is None or taps.chat is None
+                 else taps.chat(self.judge, "entailment"))
+        return replace(self, web=web, chat=chat, judge=judge)
+
     def engine_options(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`~reactive_rag.Engine` (only those that were built)."""
-        options: dict[str, Any] = {"web": self.web, "web_compression": self.web_compression,
-                                   "planner": self.planner, "writer": self.writer,
-                                   "entailment": self.entailment}
-        if self.credibility is not None:
-            options["credibility"] = self.credibility
-        if self.placement is not None:
-            options["placement"] = self.placement
+        """Keyword arguments for :class:`~reactive_rag.Engine` (only those the config sets)."""
+        config = self.config
+        options: dict[str, Any] = {"web": self.web, "web_compression": "none",
+                                   "planner": None, "writer": None, "entailment": None}
+        if config.search is not None:
+            options["web_compression"] = config.search.compression
+            options["credibility"] = credibility_from(config.search.credibility)
+        if self.chat is not None and config.chat is not None:
+            options["planner"], options["writer"] = chat_policies(
+                self.chat, quirks=config.chat.quirks, roles=config.chat.roles,
+                timeout_s=config.chat.timeout_s)
+        if self.judge is not None and config.entailment is not None:
+            options["entailment"] = ChatEntailment(self.judge,
+                                                   timeout_s=config.entailment.timeout_s)
+        if config.placement is not None:
+            options["placement"] = config.placement
+        if config.judgement is not None:
+            options["judgement_off"] = frozenset(config.judgement.off)
         return options
+
+    def describe(self) -> str:
+        """One log line's worth: providers, model, roles (never a key)."""
+        parts = []
+        if self.web is not None:
+            parts.append("web search via " + ", ".join(self.web.providers))
+        if self.config.chat is not None and self.chat is not None:
+            parts.append(f"chat model {self.config.chat.model!r} at {self.config.chat.url} for "
+                         + ", ".join(self.config.chat.roles))
+        return "; ".join(parts)
+
+    async def aclose(self) -> None:
+        """Close what was built (provider sessions, chat clients); errors are not raised."""
+        closers, self.closers = self.closers, []
+        for close in closers:
+            with contextlib.suppress(Exception):
+                await close()
+
+
+@dataclass(frozen=True, slots=True)
+class Taps:
+    """Wrappers applied to what a config built, before the engine is wired (a cassette's seam).
+
+    ``chat`` receives each chat client with its role: ``"chat"`` (planner and writer)
+    or ``"entailment"`` (the judge).
+    """
+
+    searcher: Callable[[Searcher], Searcher] | None = None
+    chat: Callable[[ChatModel, str], ChatModel] | None = None
 
 
 def research_from(config: EngineConfig, env: Mapping[str, str] | None = None) -> Research:
-    """Build the searcher, chat policies and judge a config describes (no network yet).
+    """Build the searcher and chat clients a config describes (no network yet).
 
     Refuses what ``reactive-rag ask --web`` and ``reactive-rag serve`` refuse,
     before any network call.
@@ -160,32 +241,47 @@ def research_from(config: EngineConfig, env: Mapping[str, str] | None = None) ->
             URL or options, or a ``[chat]`` naming an ``api_key_env`` that is not set.
     """
     environ = os.environ if env is None else env
-    research = Research()  # nothing here opens a connection: a refusal leaves nothing open
+    research = Research(config)  # nothing here opens a connection: a refusal leaves nothing open
+    if config.placement is not None:
+        try:
+            parse_placement(config.placement)  # refused here, before any engine is built
+        except ValueError as exc:
+            raise RunConfigError(f"[placement]: {exc}") from exc
     if config.search is not None:
         try:
             research.web = Searcher.from_config(config.search, env=environ)
         except ProviderError as exc:
             raise RunConfigError(f"[search]: {exc}") from exc
         research.closers.append(research.web.aclose)
-        research.web_compression = config.search.compression
-        research.credibility = credibility_from(config.search.credibility)
     if config.chat is not None:
         try:
             client = chat_client(config.chat, environ)
         except RunConfigError as exc:
             raise RunConfigError(f"[chat]: {exc}") from exc
         research.closers.append(client.aclose)
-        research.planner, research.writer = chat_policies(
-            client, quirks=config.chat.quirks, roles=config.chat.roles,
-            timeout_s=config.chat.timeout_s)
+        research.chat = client
     if config.entailment is not None:
         judge = entailment_client(config.entailment, environ)
         research.closers.append(judge.aclose)
-        research.entailment = ChatEntailment(judge, timeout_s=config.entailment.timeout_s)
-    if config.placement is not None:
-        try:
-            parse_placement(config.placement)  # refused here, before any engine is built
-        except ValueError as exc:
-            raise RunConfigError(f"[placement]: {exc}") from exc
-        research.placement = config.placement
+        research.judge = judge
     return research
+
+
+def assemble(engine_class: type[E], research: Research, *, index: CorpusIndex | None = None,
+             taps: Taps | None = None, owns_parts: bool = True, **overrides: Any) -> E:
+    """The one way an engine is built from config, for every face.
+
+    The library (:meth:`~reactive_rag.Engine.from_config`), the CLI (``ask``, ``chat``,
+    ``mcp``), the server's tenants and Ray replicas all come through here, so the same
+    config gives the same engine wherever it is read. ``overrides`` win over what the
+    config set (e.g. the CLI's scraper, the server's shared judge). With ``owns_parts``
+    the engine closes the built clients in its ``aclose``; otherwise the caller does.
+    """
+    if taps is not None:
+        research = research.tapped(taps)
+    engine = engine_class(index, **(research.engine_options() | overrides))
+    engine.assembled_from = research.config
+    if owns_parts:
+        for close in research.closers:
+            engine.close_with(close)
+    return engine

@@ -22,16 +22,24 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from actors import Actor, ActorRun, ActorStats, EdgeOperator
 from actors.models import CachedEmbedder, Embedder
 from actors.providers import SearchProvider
 from actors.rerank import Credibility, Reranker, RerankerActor
 from actors.scrape import ScraperActor
-from actors.search import Searcher, SearcherActor, SeenUrls
+from actors.search import Searcher, SearcherActor
 from reactive_rag.agent import (
     AsyncEntailmentModel,
     EntailmentModel,
@@ -50,7 +58,7 @@ from reactive_rag.index import (
     search_text,
     stdlib_documents,
 )
-from reactive_rag.judgement import AnswerabilityJudge, PlannerPolicy, WriterPolicy
+from reactive_rag.judgement import AnswerabilityJudge, Judgement, PlannerPolicy, WriterPolicy
 from reactive_rag.judgement.offline import (
     EmbeddingSupport,
     ExtractiveWriter,
@@ -74,7 +82,6 @@ from streams import (
     EvidenceChunk,
     EvidenceRegistered,
     Outcome,
-    PageScraped,
     RunCancelRequested,
     RunFinished,
     RunResumed,
@@ -83,12 +90,10 @@ from streams import (
     follow,
 )
 
+from ._config import EngineConfig, Taps, assemble, load_engine_config, research_from
 from ._placement import EnginePlacements, PlacementSpec
 
-if TYPE_CHECKING:
-    from reactive_rag.conversation import Conversation
-
-__all__ = ["Citation", "Engine", "RunHandle", "RunObserver", "RunResult", "ask"]
+__all__ = ["Citation", "Engine", "EngineSettings", "RunHandle", "RunObserver", "RunResult", "ask"]
 
 Mode = Literal["agent", "rag"]
 
@@ -253,6 +258,26 @@ PlannerFactory = Callable[[], PlannerPolicy]
 WriterFactory = Callable[[], WriterPolicy]
 
 
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """What an engine runs with, as plain values: equal settings, equally built engines."""
+
+    config: EngineConfig | None
+    web_providers: tuple[str, ...]
+    web_compression: str
+    model_planner: bool
+    model_writer: bool
+    entailment: bool
+    credibility: Credibility
+    judgement: tuple[str, ...]
+
+
+def _families_on(judgement: Judgement) -> tuple[str, ...]:
+    checks = (("sufficiency", judgement.sufficiency), ("conflicts", judgement.conflicts),
+              ("spam", judgement.spam), ("stale", judgement.stale), ("points", judgement.points))
+    return tuple(name for name, check in checks if check is not None)
+
+
 class Engine:
     """Starts runs over a corpus index (and, if configured, web search providers).
 
@@ -274,6 +299,9 @@ class Engine:
         judge: decides, before the writer is asked, whether the chosen evidence
             answers every part of the question (default: the offline judge;
             ``None`` writes from whatever was found, as before).
+        judgement_off: offline rule families to switch off (``"conflicts"``, ``"spam"``,
+            ``"stale"``, ``"points"``, ``"sufficiency"``;
+            :func:`~reactive_rag.judgement.offline.offline_judgement`).
         entailment: a model that must also judge that each kept claim's quote
             entails its statement (e.g. :class:`~.agent.ChatEntailment`), on top
             of the offline checks; the engine does not close it.
@@ -301,6 +329,7 @@ class Engine:
         reranker: Reranker | None = None,
         credibility: Credibility | None = None,
         judge: AnswerabilityJudge | None = judge_answerability,
+        judgement_off: Collection[str] = (),
         entailment: EntailmentModel | AsyncEntailmentModel | None = None,
         scraper: Callable[[], ScraperActor] | None = None,
         observers: Sequence[RunObserver] = (),
@@ -314,7 +343,12 @@ class Engine:
         self._writer = writer
         self._web = web
         self._compression = web_compression
-        self._judgement = offline_judgement(sufficiency=judge)
+        try:
+            self._judgement = offline_judgement(sufficiency=judge, off=frozenset(judgement_off))
+        except ValueError as exc:
+            raise RunConfigError(str(exc)) from None
+        self.assembled_from: EngineConfig | None = None
+        """The config this engine was assembled from (:func:`.assemble`), if any."""
         self._entailment = entailment
         self._scraper: Callable[[], ScraperActor] = scraper or ScraperActor
         self._runs: dict[str, RunHandle] = {}
@@ -328,34 +362,54 @@ class Engine:
     @classmethod
     def from_config(
         cls,
-        config: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+        config: str | os.PathLike[str] | Mapping[str, Any] | EngineConfig | None = None,
         *,
         index: CorpusIndex | None = None,
         tenant: str = "default",
         env: Mapping[str, str] | None = None,
+        taps: Taps | None = None,
         **options: Any,
     ) -> Engine:
-        """An engine with the web search, chat model and judge a config file describes.
+        """An engine with the web search, chat model and judge a config describes.
 
-        ``config`` is a TOML file or a mapping with optional ``[search]`` (the
-        ``search.toml`` schema of ``reactive-rag ask --web``), ``[chat]`` (a
-        server tenant's chat table) and ``[entailment]`` tables, or a server
-        config, whose ``[tenants.TENANT]`` is read; ``None`` reads what the CLI
-        reads from the environment. API keys come from ``env`` (default
-        ``os.environ``), never from the file. ``options`` go to the
-        constructor. The engine closes what it built in :meth:`aclose`.
+        ``config`` is an :class:`EngineConfig`, a TOML file or a mapping with optional
+        ``[search]`` (the ``search.toml`` schema of ``reactive-rag ask --web``),
+        ``[chat]`` (a server tenant's chat table), ``[entailment]`` and ``[judgement]``
+        tables, or a server config, whose ``[tenants.TENANT]`` is read; ``None`` reads
+        what the CLI reads from the environment. API keys come from ``env`` (default
+        ``os.environ``), never from the file. ``options`` go to the constructor; ``taps``
+        wrap the built clients (a cassette). The engine closes what it built in
+        :meth:`aclose`. Every face (CLI, server, MCP, replicas) builds engines this way.
 
         Raises:
             RunConfigError: a file or value the schemas refuse, an unknown
                 provider, a provider missing its key, URL or options, or an
                 unset ``api_key_env``: before any network call.
         """
-        from ._config import load_engine_config, research_from
-
         research = research_from(load_engine_config(config, tenant=tenant, env=env), env)
-        engine = cls(index, **(research.engine_options() | options))
-        engine._closers.extend(research.closers)
-        return engine
+        return assemble(cls, research, index=index, taps=taps, **options)
+
+    @property
+    def entailment(self) -> EntailmentModel | AsyncEntailmentModel | None:
+        """The model that also judges each claim's support, if one was given or configured."""
+        return self._entailment
+
+    def close_with(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Have :meth:`aclose` also await ``close`` (clients a config built for this engine)."""
+        self._closers.append(close)
+
+    def settings(self) -> EngineSettings:
+        """What this engine runs with, as plain values (to compare engines built two ways)."""
+        return EngineSettings(
+            config=self.assembled_from,
+            web_providers=tuple(self._web.providers) if self._web is not None else (),
+            web_compression=self._compression,
+            model_planner=self._planner is not None,
+            model_writer=self._writer is not None,
+            entailment=self._entailment is not None,
+            credibility=self.credibility,
+            judgement=_families_on(self._judgement),
+        )
 
     @property
     def embedder(self) -> Embedder:
@@ -418,7 +472,7 @@ class Engine:
         question: str,
         *,
         mode: Mode = "agent",
-        collections: Sequence[str] = (STDLIB_COLLECTION,),
+        collections: Sequence[str] | None = None,
         budget: Budget | Mapping[str, Any] | None = None,
         run_id: str | None = None,
         edges: Mapping[str, Sequence[EdgeOperator]] | None = None,
@@ -426,41 +480,75 @@ class Engine:
     ) -> RunHandle:
         """Start a run in the background and return its handle at once.
 
-        ``context``: what a conversation's earlier turns bring (see
-        :meth:`session`): the rewrite of a follow-up is published right after
-        ``run.started``, and earlier turns' evidence is searchable again.
+        ``collections``: which of the index's collections to search (default: every
+        collection it has). ``context``: what a conversation's earlier turns bring
+        (a :class:`~reactive_rag.conversation.Conversation` passes it): the rewrite
+        of a follow-up is published right after ``run.started``, and earlier turns'
+        evidence is searchable again.
 
         Raises:
             RunConfigError: an empty question, unknown mode, bad budget or
-                unknown collection (nothing is started).
+                unknown collection, or nothing indexed at all (nothing is started).
         """
         _require_loop()
+        plan = self._plan(run_id or uuid.uuid4().hex[:12], question, mode, budget, collections,
+                          prior=context.prior_evidence if context is not None else ())
+        return self._launch(plan.handle, self._drive(
+            plan.handle, plan.actors, plan.question, plan.mode, plan.budget, plan.collections,
+            edges, plan.session_kbs, context=context))
+
+    def _plan(self, run_id: str, question: str, mode: str,
+              budget: Budget | Mapping[str, Any] | None, collections: Sequence[str] | None, *,
+              log: Sequence[Event] | None = None,
+              prior: Sequence[EvidenceChunk] = ()) -> _RunPlan:
+        """Check a run's options, then build its stream, handle and actors (start and resume).
+
+        ``log``: a resumed run's stored events, whose ``run.started`` gave the
+        options: the stream goes on after them, every fresh actor rebuilds its
+        state from them, and a refusal names the run.
+
+        Raises:
+            RunConfigError: an empty question, unknown mode, bad budget, unknown
+                collection, a run id already going here, or a log whose seqs
+                are not 1..n (nothing is built).
+        """
+        where = f"run {run_id!r}: " if log is not None else ""
         if not question.strip():
-            raise RunConfigError("the question is empty")
+            raise RunConfigError(f"{where}the question is empty")
         if mode not in ("agent", "rag"):
-            raise RunConfigError(f"mode must be 'agent' or 'rag', got {mode!r}")
+            raise RunConfigError(f"{where}mode must be 'agent' or 'rag', got {mode!r}")
+        checked: Mode = "rag" if mode == "rag" else "agent"
         try:
             limits = budget if isinstance(budget, Budget) else Budget().with_overrides(
                 dict(budget or {}))
         except (ValueError, TypeError) as exc:
-            raise RunConfigError(str(exc)) from exc
-        collections = tuple(collections)
-        missing = [c for c in collections if not self.index.exists(c)]
-        if missing or not collections:
+            raise RunConfigError(f"{where}{exc}") from exc
+        if collections is None:  # every collection the index has
+            collections = self.index.collections()
+            if not collections:
+                raise RunConfigError(
+                    f"{where}nothing is indexed in {self.index.root}: index a folder first "
+                    "(reactive-rag index PATH --collection NAME), or pass the collections "
+                    "to search")
+        names = tuple(collections)
+        missing = [c for c in names if not self.index.exists(c)]
+        if missing or not names:
             known = ", ".join(self.index.collections()) or "none"
-            raise RunConfigError(f"unknown collection(s) {missing or '(none given)'}; "
-                                 f"indexed: {known}")
-        run_id = run_id or uuid.uuid4().hex[:12]
+            raise RunConfigError(f"{where}unknown collection(s) {missing or '(none given)'}, "
+                                 f"not indexed here; indexed: {known}")
         if run_id in self._runs:
-            raise RunConfigError(f"run id {run_id!r} is already in use")
-        stream = RunStream(run_id)
-        handle = RunHandle(run_id, stream)
+            raise RunConfigError(f"run {run_id!r} is already going here")
+        try:
+            stream = RunStream(run_id) if log is None else RunStream.continuing(run_id, log)
+        except ValueError as exc:
+            raise RunConfigError(f"{where}{exc}") from exc
         session_kbs: list[SessionKnowledgeBase] = []
-        actors = self._actors(run_id, question, mode, limits, collections, session_kbs,
-                              prior=context.prior_evidence if context is not None else ())
-        return self._launch(handle, self._drive(handle, actors, question, mode, limits,
-                                                collections, edges, session_kbs,
-                                                context=context))
+        actors = self._actors(run_id, question, checked, limits, names, session_kbs,
+                              prior=prior)
+        if log is not None:
+            _restore(actors, log)
+        return _RunPlan(RunHandle(run_id, stream), question, checked, limits, names, actors,
+                        session_kbs)
 
     def _launch(self, handle: RunHandle,
                 drive: Coroutine[Any, Any, RunResult]) -> RunHandle:
@@ -494,7 +582,7 @@ class Engine:
         ``run.finished(interrupted)`` crash recovery wrote. Question, mode,
         collections and budget come from its ``run.started``. Fresh actors
         rebuild their per-run state from the log (the controller by folding it
-        through the pure machine, the others with ``restore(events)``); then
+        through the pure machine, the others in their ``on_restore`` hook); then
         ``run.resumed`` is published as the first new event (``seq`` after
         the stored ones), the commands still awaiting a reply are issued
         again, and the run goes on to exactly one new ``run.finished``. Time
@@ -524,36 +612,12 @@ class Engine:
         if last.outcome != "interrupted":
             raise RunConfigError(f"run {run_id!r} ended {last.outcome}: only an interrupted "
                                  "run can be resumed")
-        mode: Mode = "rag" if started.mode == "rag" else "agent"
-        if started.mode not in ("agent", "rag"):
-            raise RunConfigError(f"run {run_id!r} has mode {started.mode!r}, which this "
-                                 "engine cannot run")
         stored_budget = started.options.get("budget") or {}
-        try:
-            if not isinstance(stored_budget, dict):
-                raise TypeError("the stored budget is not a mapping")
-            limits = Budget().with_overrides(dict(stored_budget))
-        except (ValueError, TypeError) as exc:
-            raise RunConfigError(f"run {run_id!r}: its stored budget cannot be used: "
-                                 f"{exc}") from exc
-        collections = tuple(started.collections)
-        missing = [c for c in collections if not self.index.exists(c)]
-        if missing or not collections:
-            known = ", ".join(self.index.collections()) or "none"
-            raise RunConfigError(f"run {run_id!r} searches collection(s) "
-                                 f"{missing or '(none)'} that are not indexed here; "
-                                 f"indexed: {known}")
-        if run_id in self._runs:
-            raise RunConfigError(f"run {run_id!r} is already going here")
-        try:
-            stream = RunStream.continuing(run_id, log)
-        except ValueError as exc:
-            raise RunConfigError(f"run {run_id!r}: {exc}") from exc
-        handle = RunHandle(run_id, stream)
-        session_kbs: list[SessionKnowledgeBase] = []
-        actors = self._actors(run_id, started.question, mode, limits, collections, session_kbs)
-        controller = next(a for a in actors if isinstance(a, RunController))
-        _restore(actors, log)
+        if not isinstance(stored_budget, dict):
+            raise RunConfigError(f"run {run_id!r}: its stored budget is not a mapping")
+        plan = self._plan(run_id, started.question, started.mode, stored_budget,
+                          started.collections, log=log)
+        controller = next(a for a in plan.actors if isinstance(a, RunController))
         # The time the run had used: up to its last event before the crash (the
         # interrupted terminal is written later, by recovery), on the machine's
         # clock, which an earlier resume moved past that crash's downtime.
@@ -572,19 +636,9 @@ class Engine:
             elif isinstance(resumed, RunResumed):
                 controller.resume(run.context_for(controller), resumed)
 
-        return self._launch(handle, self._drive(
-            handle, actors, started.question, mode, limits, collections, edges, session_kbs,
-            begin=begin, elapsed_s=elapsed))
-
-    def session(self, session_id: str | None = None, *, tenant: str = "local") -> Conversation:
-        """A conversation: questions asked one after another, follow-ups read against history.
-
-        ``await engine.session().ask("Who directed Ed Wood?")``, then
-        ``.ask("Where was he born?")`` on the same object.
-        """
-        from reactive_rag.conversation import Conversation
-
-        return Conversation(self, session_id=session_id, tenant=tenant)
+        return self._launch(plan.handle, self._drive(
+            plan.handle, plan.actors, plan.question, plan.mode, plan.budget, plan.collections,
+            edges, plan.session_kbs, begin=begin, elapsed_s=elapsed))
 
     async def ask(self, question: str, **options: Any) -> RunResult:
         """Start a run and wait for its result."""
@@ -707,41 +761,40 @@ def _budget_dict(budget: Budget) -> dict[str, Any]:
     return dataclasses.asdict(budget)
 
 
+@dataclass(frozen=True, slots=True)
+class _RunPlan:
+    """A run's checked options and what was built for it (:meth:`Engine._plan`)."""
+
+    handle: RunHandle
+    question: str
+    mode: Mode
+    budget: Budget
+    collections: tuple[str, ...]
+    actors: list[Actor]
+    session_kbs: list[SessionKnowledgeBase]
+
+
 def _restore(actors: Sequence[Actor], events: Sequence[Event]) -> None:
     """Give a resumed run's fresh actors the per-run state the stored events imply.
 
-    The controller folds the log through the machine; planner, selector,
-    writer and verifier rebuild their views (``restore``); the searcher's
-    seen URLs are the web pages the log registered, and the reader
-    knows the pages the run opened. Reranker and scraper keep no per-run state.
+    Each actor's declared hook (:meth:`~actors.Actor.on_restore`) gets the
+    whole log in ``seq`` order, before the run (and any mailbox) starts:
+    planner, selector, writer and verifier rebuild their views, the searcher
+    its seen URLs, the reader the pages the run opened; the others keep no
+    per-run state. (The controller's machine is folded by
+    :meth:`RunController.restore`, paired with its ``resume``.)
     """
     for actor in actors:
-        restore = getattr(actor, "restore", None)
-        if callable(restore):
-            restore(events)
-        elif isinstance(actor, SearcherActor):
-            actor.seen = SeenUrls()
-            for event in events:
-                if isinstance(event, EvidenceRegistered):
-                    for chunk in event.chunks:
-                        actor.seen.add_web(chunk.url)
-        elif isinstance(actor, ReaderActor):
-            for event in events:
-                if isinstance(event, PageScraped):
-                    for chunk in event.chunks:
-                        actor.page_chunks.setdefault(chunk.id, chunk)
+        actor.on_restore(events)
 
 
-
-
-_default_engine: Engine | None = None
 
 
 async def ask(
     question: str,
     *,
     mode: Mode = "agent",
-    collections: Sequence[str] = (STDLIB_COLLECTION,),
+    collections: Sequence[str] | None = None,
     budget: Budget | Mapping[str, Any] | None = None,
     engine: Engine | None = None,
     on_start: Callable[[RunHandle], None] | None = None,
@@ -750,15 +803,17 @@ async def ask(
 
     ``on_start`` receives the run's handle before it begins, so a caller can
     subscribe to ``handle.stream`` (live view, custom operators) or cancel it.
-    Uses a shared default engine (on-disk index, offline models) unless one is given.
+    Without ``engine``, one over the default on-disk index is built for this call
+    and closed after it (no state is kept between calls: keep an :class:`Engine`
+    to ask many questions). ``collections`` defaults to every indexed collection.
     """
-    global _default_engine
     if engine is None:
-        if _default_engine is None:
-            _default_engine = Engine()
-        engine = _default_engine
-        if STDLIB_COLLECTION in collections:
-            await asyncio.to_thread(engine.ensure_stdlib_corpus)
+        own = Engine()
+        try:
+            return await ask(question, mode=mode, collections=collections, budget=budget,
+                             engine=own, on_start=on_start)
+        finally:
+            await own.aclose()
     handle = engine.start(question, mode=mode, collections=collections, budget=budget)
     if on_start is not None:
         on_start(handle)

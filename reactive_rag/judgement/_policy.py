@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from streams import (
     Claim,
     ClaimError,
+    Event,
     EvidenceChunk,
     Feedback,
     KeyPoint,
@@ -25,8 +26,12 @@ from streams import (
 __all__ = [
     "Decision",
     "Draft",
+    "PlannerBase",
+    "PlannerHooks",
     "PlannerPolicy",
     "PlannerView",
+    "WriterBase",
+    "WriterHooks",
     "WriterPolicy",
     "planner_context_tokens",
 ]
@@ -141,13 +146,63 @@ class Draft:
 
 
 class PlannerPolicy(Protocol):
-    """Decides the next move of an agent run."""
+    """Decides the next move of an agent run.
+
+    A policy that keeps per-run state also implements :class:`PlannerHooks`
+    (inherit :class:`PlannerBase` for no-op defaults), so a run resumed after a
+    crash rebuilds it; one that does not starts the resumed run afresh.
+    """
 
     name: str
 
     async def decide(self, view: PlannerView) -> Decision:
         """Return the next decision for ``view``; raise on an unrecoverable error."""
         ...
+
+
+@runtime_checkable
+class PlannerHooks(Protocol):
+    """A planner policy's crash-resume hooks, called by its host actor's ``on_restore``.
+
+    Before a resumed run goes on, for each plan request the log shows answered
+    (in ``seq`` order) the host asks :meth:`replay`; then :meth:`restore` gets
+    the whole stored log. A policy has both or neither (the host checks the
+    protocol once per resume): :class:`PlannerBase` gives both as no-ops.
+    """
+
+    def replay(self, view: PlannerView) -> Decision | None:
+        """Make a stored turn's move again, rebuilding this policy's state; no I/O.
+
+        A deterministic policy returns the decision it made for ``view`` (the
+        host vets its queries again, so the loop guard learns the round); ``None``
+        means it cannot, and the host re-checks the queries the log shows.
+        """
+        ...
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """Rebuild whatever else this policy keeps from the run's stored events."""
+        ...
+
+
+class PlannerBase:
+    """Base of a planner policy: :class:`PlannerHooks` with no-op defaults.
+
+    A subclass sets ``name`` and implements ``decide`` (:class:`PlannerPolicy`);
+    it overrides a hook only if it keeps per-run state.
+    """
+
+    name: str = ""
+
+    async def decide(self, view: PlannerView) -> Decision:
+        """Return the next decision for ``view`` (see :class:`PlannerPolicy`)."""
+        raise NotImplementedError
+
+    def replay(self, view: PlannerView) -> Decision | None:
+        """Cannot replay a stored turn (the host re-checks the logged queries)."""
+        return None
+
+    def restore(self, events: Sequence[Event]) -> None:
+        """Keeps nothing to rebuild."""
 
 
 class WriterPolicy(Protocol):
@@ -171,3 +226,40 @@ class WriterPolicy(Protocol):
         draft; ``mode="finalize"`` is the budget-exhausted path (evidence only).
         """
         ...
+
+
+@runtime_checkable
+class WriterHooks(Protocol):
+    """A writer policy's crash-resume hook, called by its host actor's ``on_restore``."""
+
+    def restore_draft(self, question: str, claims: Sequence[Claim]) -> None:
+        """Remember the policy's own claims of a draft written before the crash.
+
+        Called for each draft of the stored log, in order (the last one counts),
+        so a repair after the resume knows which claims the verifier's errors name.
+        """
+        ...
+
+
+class WriterBase:
+    """Base of a writer policy: :class:`WriterHooks` with a no-op default.
+
+    A subclass sets ``name`` and implements ``write`` (:class:`WriterPolicy`).
+    """
+
+    name: str = ""
+
+    async def write(
+        self,
+        question: str,
+        evidence: Sequence[EvidenceChunk],
+        *,
+        mode: WriteMode,
+        errors: Sequence[ClaimError] = (),
+        emit_delta: Callable[[str, int | None], None] | None = None,
+    ) -> Draft:
+        """Return a draft citing ``evidence`` (see :class:`WriterPolicy`)."""
+        raise NotImplementedError
+
+    def restore_draft(self, question: str, claims: Sequence[Claim]) -> None:
+        """Keeps no draft."""

@@ -56,7 +56,8 @@ class SpamCheck(Protocol):
 class StaleCheck(Protocol):
     """Whether every dated result is older than the period the question asks about."""
 
-    def __call__(self, question: str, hits: Sequence[Hit], today: dt.date) -> StaleVerdict | None: ...
+    def __call__(self, question: str, hits: Sequence[Hit],
+                 today: dt.date) -> StaleVerdict | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,19 +34,20 @@ from streams import (
     Event,
     PlanDecided,
     ProviderHealth,
+    RequestInfo,
+    RequestKind,
     RunFinished,
     RunResumed,
     RunStream,
     SubscriberDetached,
+    request_info,
 )
 
 __all__ = ["RunMetrics"]
 
-_TOOLS = {"search.requested": "search", "read.requested": "read",
-          "scrape.requested": "scrape", "rerank.requested": "rerank"}
-_DONE = {"search.completed": "ok", "search.failed": "error", "read.completed": "ok",
-         "read.failed": "error", "page.scraped": "ok", "scrape.failed": "error",
-         "rerank.completed": "ok", "rerank.failed": "error", "actor.failed": "error"}
+# the requests timed as tool calls, by what the event classes declare (streams.request_info):
+# the planner's tools (search, read, scrape) and the services the run calls (rerank)
+_TIMED: tuple[RequestKind, ...] = ("tool", "service")
 # seconds: tool calls take milliseconds (local corpus) to tens of seconds (web, scrape)
 _TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 _RUN_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
@@ -134,7 +135,7 @@ class _RunFeed:
         self._run_id = run.run_id
         self._started: float | None = None
         self._used_before = 0.0  # a resumed run's time before its crash
-        self._calls: dict[int, tuple[str, float]] = {}  # request seq -> (tool, ts)
+        self._calls: dict[int, tuple[RequestInfo, float]] = {}  # request seq -> (what, ts)
         metrics.runs_active.inc()
         self._active = True
 
@@ -160,12 +161,16 @@ class _RunFeed:
             if isinstance(event, RunResumed):
                 self._used_before = event.elapsed_s
             m.runs_started.labels("resumed" if isinstance(event, RunResumed) else "new").inc()
-        tool = _TOOLS.get(kind)
-        if tool is not None:
-            self._calls[event.seq] = (tool, event.ts)
-        elif event.cause is not None and kind in _DONE and event.cause in self._calls:
-            name, ts = self._calls.pop(event.cause)
-            m.tool_duration.labels(name, _DONE[kind]).observe(max(0.0, event.ts - ts))
+        info = request_info(type(event))
+        if info is not None and info.kind in _TIMED:
+            self._calls[event.seq] = (info, event.ts)
+        elif event.cause is not None and event.cause in self._calls:
+            asked, ts = self._calls[event.cause]
+            failed = kind == "actor.failed" or kind in asked.failures
+            if failed or kind in asked.replies:
+                del self._calls[event.cause]
+                m.tool_duration.labels(asked.operation, "error" if failed else "ok").observe(
+                    max(0.0, event.ts - ts))
         if isinstance(event, PlanDecided | AnswerDrafted):
             role = "planner" if isinstance(event, PlanDecided) else "writer"
             if event.input_tokens or event.output_tokens:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from reactivex import abc
 
 from streams import (
-    ActorFailed,
     AnswerDrafted,
+    AnswerRequested,
     AnswerVerified,
     ErrorInfo,
     Event,
@@ -32,6 +32,7 @@ from streams import (
     PlanDecided,
     PlanRequested,
     ReadCompleted,
+    RequestInfo,
     RerankCompleted,
     RunFinished,
     RunResumed,
@@ -40,6 +41,7 @@ from streams import (
     SearchCompleted,
     SearchRequested,
     VerifyFailed,
+    request_info,
 )
 
 if TYPE_CHECKING:
@@ -59,23 +61,12 @@ TOOL_TYPE = "gen_ai.tool.type"
 QUERY_TEXT = "gen_ai.retrieval.query.text"
 ERROR_TYPE = "error.type"
 
-_TOOLS = {"search.requested": "search", "read.requested": "read",
-          "scrape.requested": "scrape"}
-_STAGES = {"rerank.requested": "rerank", "selection.requested": "select evidence",
-           "answer.drafted": "verify"}
-_FAILED = ("search.failed", "read.failed", "scrape.failed", "rerank.failed")
-# request type -> the reply types that answer it (a handler may publish other facts
-# with the same cause first, e.g. the planner's queries.expanded before plan.decided)
-_ANSWERS = {
-    "plan.requested": ("plan.decided",),
-    "answer.requested": ("answer.drafted",),
-    "search.requested": ("search.completed", "search.failed"),
-    "read.requested": ("read.completed", "read.failed"),
-    "scrape.requested": ("page.scraped", "scrape.failed"),
-    "rerank.requested": ("rerank.completed", "rerank.failed"),
-    "selection.requested": ("evidence.selected",),
-    "answer.drafted": ("answer.verified", "verify.failed"),
-}
+# Which requests get a span, their names and the replies that close them come from the
+# event classes (streams.request_info): tool calls (search, read, scrape) are
+# ``execute_tool <tool>`` spans, other requests a span named after what they ask for
+# ("plan", "rerank", "select evidence", "write", "verify"). A handler may publish other
+# facts with the request's seq as cause first (the planner's queries.expanded before
+# plan.decided): only a declared reply, or actor.failed, closes the span.
 # facts worth seeing on the timeline, as span events of the span they happen in
 _NOTES = ("tool.rejected", "loop.detected", "budget.exhausted", "budget.extended",
           "run.fallback", "run.cancel_requested", "subscriber.detached", "results.flagged",
@@ -167,24 +158,11 @@ class _RunSpans:
             self._end_step(event)
             self._step = self._child(self._root, f"plan round {event.round}", event,
                                      {"reactive_rag.round": event.round})
-            self._request(event, "plan", {})
         elif kind in ("answer.requested", "selection.requested"):
             self._end_step(event)
-        if kind in _TOOLS:
-            tool = _TOOLS[kind]
-            attrs: dict[str, Any] = {OPERATION: "execute_tool", TOOL_NAME: tool,
-                                     TOOL_TYPE: "function"}
-            call_id = getattr(event, "call_id", "")
-            if call_id:
-                attrs[TOOL_CALL_ID] = call_id
-            if self._content and isinstance(event, SearchRequested):
-                attrs[QUERY_TEXT] = event.query
-            self._request(event, f"execute_tool {tool}", attrs)
-        elif kind in _STAGES:
-            self._request(event, _STAGES[kind], {})
-        elif kind == "answer.requested":
-            self._request(event, "write", {"reactive_rag.write_mode":
-                                           getattr(event, "mode", "answer")})
+        info = request_info(type(event))
+        if info is not None:
+            self._request(event, info)
         if kind in _NOTES:
             self._note(event)
         if isinstance(event, RunFinished):
@@ -210,10 +188,22 @@ class _RunSpans:
             attrs["reactive_rag.resumed_after_seq"] = event.after_seq
         self._root = self._child(None, "invoke_agent reactive_rag", event, attrs)
 
-    def _request(self, event: Event, name: str, attrs: Mapping[str, Any]) -> None:
+    def _request(self, event: Event, info: RequestInfo) -> None:
+        """Open the span of a request, in the planner round it belongs to."""
+        name = info.operation
+        attrs: dict[str, Any] = {}
+        if info.kind == "tool":
+            name = f"execute_tool {info.operation}"
+            attrs = {OPERATION: "execute_tool", TOOL_NAME: info.operation, TOOL_TYPE: "function"}
+            call_id = getattr(event, "call_id", "")
+            if call_id:
+                attrs[TOOL_CALL_ID] = call_id
+            if self._content and isinstance(event, SearchRequested):
+                attrs[QUERY_TEXT] = event.query
+        elif isinstance(event, AnswerRequested):
+            attrs = {"reactive_rag.write_mode": event.mode}
         parent = self._step if self._step is not None else self._root
-        self._open[event.seq] = _Open(self._child(parent, name, event, attrs),
-                                      _ANSWERS[event.type])
+        self._open[event.seq] = _Open(self._child(parent, name, event, attrs), info.replies)
 
     def _end_step(self, event: Event) -> None:
         if self._step is not None:
@@ -232,8 +222,8 @@ class _RunSpans:
     def _reply(self, opened: _Open, event: Event) -> None:
         """Close a request's span with what its reply says."""
         span = opened.span
-        if isinstance(event, ActorFailed) or event.type in _FAILED:
-            error: ErrorInfo = event.error  # type: ignore[attr-defined]
+        error = getattr(event, "error", None)
+        if isinstance(error, ErrorInfo):  # actor.failed, and the *.failed replies of tool calls
             span.set_attribute(ERROR_TYPE, error.kind)
             span.set_status(self._error, error.message[:300])
         elif isinstance(event, PlanDecided | AnswerDrafted):

@@ -105,7 +105,7 @@ class RunController(Actor):
 
     # --- crash resume ---------------------------------------------------------------------
 
-    def restore(self, events: Sequence[Event]) -> None:
+    def on_restore(self, events: Sequence[Event]) -> None:
         """Rebuild the machine from a run's stored events (before the run is resumed).
 
         Every event this controller handles is fed to :func:`step` in ``seq``

@@ -36,9 +36,6 @@ from ._serve import serve
 from ._sessions import SESSIONS_KEY, SessionManager, SessionRequest
 
 __all__ = [
-    "BindError",
-    "bind_listener",
-    "serve",
     "AUTH_KEY",
     "CONFIG_KEY",
     "CORPUS_TASK_KEY",
@@ -50,6 +47,7 @@ __all__ = [
     "STORE_KEY",
     "ActiveRun",
     "Authenticator",
+    "BindError",
     "ConfigError",
     "EntailmentConfig",
     "EventFeed",
@@ -67,6 +65,7 @@ __all__ = [
     "SessionRequest",
     "Tenant",
     "TenantConfig",
+    "bind_listener",
     "create_app",
     "default_store_path",
     "hash_token",
@@ -74,4 +73,5 @@ __all__ = [
     "openapi_document",
     "request_tenant",
     "resolve_collections",
+    "serve",
 ]

@@ -13,7 +13,8 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=None, help="TCP port (default 8080)")
     parser.add_argument("--config", default=None, help="TOML config file (tenants, store...)")
     parser.add_argument("--store", default=None, help="SQLite path, redis:// or postgresql:// URL")
-    parser.add_argument("--owner", default=None, help="this server's name among the store's writers")
+    parser.add_argument("--owner", default=None,
+                        help="this server's name among the store's writers")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:

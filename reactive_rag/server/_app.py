@@ -14,29 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import threading
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from aiohttp import WSCloseCode, web
 from pydantic import ValidationError
 
-from actors.models import OpenAIChatClient
-from actors.providers import ProviderError
-from actors.search import Searcher
-from reactive_rag.engine import (
-    Engine,
-    RunResult,
-    chat_client,
-    chat_policies,
-    credibility_from,
-    entailment_client,
-)
+from reactive_rag.engine import Engine, EngineConfig, Research, RunResult, assemble, research_from
 from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex
-from reactive_rag.judgement.model import ChatEntailment
 from reactive_rag.observability import RunMetrics
 from reactive_rag.run import RunConfigError
 from reactive_rag.store import LeaseKeeper, RunNotResumable, RunRecord, RunStore, SqliteRunStore
@@ -45,7 +32,7 @@ from streams import Event, RunFinished, RunStarted
 
 from ._auth import Authenticator
 from ._collections import collection_openapi_paths, collection_routes
-from ._config import ServerConfig, TenantConfig
+from ._config import ServerConfig
 from ._dispatch import EngineFactory, ReplicaDispatcher
 from ._exceptions import ConfigError
 from ._feed import EventFeed
@@ -79,7 +66,6 @@ __all__ = [
     "STORE_KEY",
     "TENANT_KEY",
     "RedactingAccessLogger",
-    "TenantResearch",
     "build_research",
     "create_app",
     "make_store",
@@ -350,79 +336,41 @@ def _after(request: web.Request) -> int:
 # --- the application ------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class TenantResearch:
-    """What one tenant's runs use beyond the local corpus; the app closes it at shutdown."""
-
-    config: TenantConfig
-    searcher: Searcher | None = None
-    chat: OpenAIChatClient | None = None
-
-    def describe(self) -> str:
-        """One log line's worth: providers, model, roles (never a key)."""
-        parts = []
-        if self.searcher is not None:
-            parts.append("web search via " + ", ".join(self.searcher.providers))
-        if self.chat is not None and self.config.chat is not None:
-            parts.append(f"chat model {self.chat.model!r} at {self.chat.url} for "
-                         + ", ".join(self.config.chat.roles))
-        return "; ".join(parts)
-
-    async def aclose(self) -> None:
-        """Close the searcher's provider sessions and the chat client's session."""
-        if self.searcher is not None:
-            await self.searcher.aclose()
-        if self.chat is not None:
-            await self.chat.aclose()
-
-
 def build_research(config: ServerConfig,
-                   env: Mapping[str, str] | None = None) -> dict[str, TenantResearch]:
+                   env: Mapping[str, str] | None = None) -> dict[str, Research]:
     """Every tenant's searcher and chat client, by tenant (tenants with neither are absent).
 
     Called before the server starts so that a misconfigured tenant stops it at
     once, as ``reactive-rag ask --web`` does, not at its first run. Nothing
-    built here has opened a connection yet (sessions open on first use).
+    built here has opened a connection yet (sessions open on first use). Each
+    tenant's table is an :class:`~reactive_rag.engine.EngineConfig` built by the
+    same :func:`~reactive_rag.engine.research_from` as the library's and the CLI's.
 
     Raises:
         ConfigError: a tenant's ``[search]`` names an unknown provider kind or
             one missing its key (an unset ``api_key_env``), URL or options, or
             its ``[chat]`` names an ``api_key_env`` that is not set.
     """
-    environ = os.environ if env is None else env
-    built: dict[str, TenantResearch] = {}
+    built: dict[str, Research] = {}
     for name, tenant in config.effective_tenants.items():
-        research = TenantResearch(tenant)
-        if tenant.search is not None:
-            try:
-                research.searcher = Searcher.from_config(tenant.search, env=environ)
-            except ProviderError as exc:
-                raise ConfigError(f"tenant {name!r} [search]: {exc}") from exc
-        chat = tenant.chat
-        if chat is not None:
-            try:
-                research.chat = chat_client(chat, environ)
-            except RunConfigError as exc:
-                raise ConfigError(f"tenant {name!r} [chat]: {exc}") from exc
-        if research.searcher is not None or research.chat is not None:
-            built[name] = research
+        if tenant.search is None and tenant.chat is None:
+            continue
+        try:
+            built[name] = research_from(EngineConfig(search=tenant.search, chat=tenant.chat,
+                                                     entailment=config.entailment), env)
+        except RunConfigError as exc:
+            for research in built.values():  # nothing is open yet; drop the references
+                research.closers.clear()
+            raise ConfigError(f"tenant {name!r} {exc}") from exc
     return built
 
 
-def _tenant_engine(base: Engine, research: TenantResearch,
-                   entailment: ChatEntailment | None) -> Engine:
-    """An engine over ``base``'s index with the tenant's searcher and chat policies."""
-    tenant = research.config
-    planner = writer = None
-    if research.chat is not None and tenant.chat is not None:
-        planner, writer = chat_policies(research.chat, quirks=tenant.chat.quirks,
-                                        roles=tenant.chat.roles, timeout_s=tenant.chat.timeout_s)
-    search = tenant.search
-    return Engine(base.index, planner=planner, writer=writer, web=research.searcher,
-                  web_compression=search.compression if search is not None else "none",
-                  credibility=credibility_from(search.credibility) if search is not None
-                  else base.credibility,
-                  entailment=entailment)
+def _tenant_engine(base: Engine, research: Research) -> Engine:
+    """An engine over ``base``'s index with the tenant's searcher, chat policies and judge."""
+    overrides: dict[str, Any] = {}
+    if research.config.search is None:
+        overrides["credibility"] = base.credibility
+    return assemble(Engine, research, index=base.index, owns_parts=False, **overrides)
 
 
 def create_app(config: ServerConfig | None = None, *, engine: Engine | None = None,
@@ -466,7 +414,7 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
 
 
 def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | None,
-               research: Mapping[str, TenantResearch],
+               research: Mapping[str, Research],
                replica_engine: EngineFactory | None = None) -> Any:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         run_store = store if store is not None else make_store(
@@ -479,12 +427,9 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
             log.warning("marked %d run(s) left unfinished by a crash as interrupted",
                         len(interrupted))
         own_engine = engine is None
-        judge = _entailment_client(config) if own_engine else None
-        entailment = (ChatEntailment(judge, timeout_s=config.entailment.timeout_s)
-                      if judge is not None and config.entailment is not None else None)
-        run_engine = engine if engine is not None else Engine(
-            CorpusIndex(config.index_root), entailment=entailment)
-        tenant_engines = {name: _tenant_engine(run_engine, r, entailment)
+        run_engine = engine if engine is not None else Engine.from_config(
+            EngineConfig(entailment=config.entailment), index=CorpusIndex(config.index_root))
+        tenant_engines = {name: _tenant_engine(run_engine, r)
                           for name, r in research.items()}
         async def resume_recovered(run_ids: list[str]) -> None:
             """Runs a sweep found orphaned (their owner's lease expired): resume them here."""
@@ -539,8 +484,6 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | No
                 await run_engine.aclose()
             for tenant_research in research.values():
                 await tenant_research.aclose()
-            if judge is not None:
-                await judge.aclose()
             await run_store.close()
 
     return ctx
@@ -557,12 +500,6 @@ async def _start_dispatcher(dispatcher: ReplicaDispatcher, keeper: LeaseKeeper,
         await keeper.aclose()
         await store.close()
         raise
-
-
-def _entailment_client(config: ServerConfig) -> OpenAIChatClient | None:
-    """The chat client of the ``[entailment]`` judge, if one is configured."""
-    judged = config.entailment
-    return None if judged is None else entailment_client(judged, os.environ)
 
 
 async def _close_websockets(app: web.Application) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from reactive_rag.engine import Engine, Mode
+from reactive_rag.engine import Engine, EngineConfig, Mode
 from reactive_rag.index import CorpusIndex
 from reactive_rag.run import RunContext
 from reactive_rag.store import RunStore
@@ -79,7 +79,7 @@ class RunDispatcher(Protocol):
 
 def replica_engine(index_root: str | None) -> Engine:
     """A replica's engine (built in its Ray worker): the server's default, offline engine."""
-    return Engine(CorpusIndex(index_root))
+    return Engine.from_config(EngineConfig(), index=CorpusIndex(index_root))
 
 
 def replica_tenants(config: ServerConfig) -> dict[str, TenantEngineFactory]:

@@ -14,7 +14,7 @@ import copy
 import functools
 from typing import Any, get_args
 
-from streams import Outcome
+from streams import Outcome, RequestKind
 
 from ._config import SESSION_TTL_CAP_S
 from ._models import _BUDGET_MAX, BUDGET_FIELDS, RunRequest
@@ -209,6 +209,7 @@ def _base_document() -> dict[str, Any]:
                            "properties": {"status": {"type": "string"}}},
                 **_session_schemas(),
                 "Event": EVENT_ENVELOPE,
+                **_event_replies_schemas(),
                 "RunStreamEvent": _run_stream_event(),
                 "Problem": problem,
             },
@@ -333,6 +334,15 @@ def _base_document() -> dict[str, Any]:
                                                   "type": "object",
                                                   "required": ["openapi", "info", "paths"]}}}}}},
             },
+            "/v1/events/replies": {
+                "get": {"operationId": "eventReplies",
+                        "summary": "Which events answer each request event type, and which "
+                                   "actor answers it, as the event classes declare them (what "
+                                   "the page's swimlanes read); no tenant data",
+                        "security": [],
+                        "responses": {"200": _json("the request -> reply table",
+                                                   "EventReplies")}},
+            },
             "/healthz": {
                 "get": {"operationId": "healthz", "summary": "The process is up",
                         "security": [],
@@ -355,6 +365,32 @@ def _base_document() -> dict[str, Any]:
                                       "503": _problem("not ready", _RETRY_AFTER)}},
             },
         },
+    }
+
+
+def _event_replies_schemas() -> dict[str, Any]:
+    names = {"type": "array", "items": {"type": "string"}}
+    request = {
+        "type": "object",
+        "required": ["type", "handled_by", "replies", "failures", "operation", "kind"],
+        "additionalProperties": False,
+        "properties": {
+            "type": {"type": "string", "description": "the request's event type"},
+            "handled_by": {"type": "string", "description": "the actor that answers it"},
+            "replies": {**names, "minItems": 1,
+                        "description": "the event types that answer it (their `cause` is "
+                                       "its `seq`); `actor.failed` may answer any request"},
+            "failures": {**names, "description": "the replies that say it failed"},
+            "operation": {"type": "string", "description": "what it asks for, in a word"},
+            "kind": {"enum": list(get_args(RequestKind))},
+        },
+    }
+    return {
+        "RequestInfo": request,
+        "EventReplies": {"type": "object", "required": ["requests"], "properties": {
+            "requests": {"type": "object", "description": "request event type -> what it "
+                                                          "declares",
+                         "additionalProperties": {"$ref": "#/components/schemas/RequestInfo"}}}},
     }
 
 

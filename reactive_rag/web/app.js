@@ -6,7 +6,7 @@
 // event is applied at most once (deduplicated by seq). The run goes on on the
 // server whatever happens to this page; a reload re-attaches from `#run=ID`.
 
-import { buildTimeline, drawSwimlanes } from "./timeline.js";
+import { buildTimeline, drawSwimlanes, loadReplies, repliesLoaded } from "./timeline.js";
 
 const OUTCOMES = {
   answered: ["Answered", "every claim was verified against its source"],
@@ -715,6 +715,8 @@ function scheduleSwimlanes() {
 
 function drawNow() {
   if ($("swimlanes-body").hidden) return;
+  // the request -> reply table did not come when the page loaded: ask again, then redraw
+  if (!repliesLoaded()) loadReplies().then((ok) => { if (ok) scheduleSwimlanes(); });
   const timeline = buildTimeline(state.events);
   const live = !state.finished && state.events.length > 0;
   const span = live ? timeline.duration + (performance.now() - state.lastArrival) / 1000 : timeline.duration;

@@ -1,24 +1,40 @@
 // The run as swimlanes: one lane per actor, one bar per request and its reply.
 //
-// A port of reactive_rag/_timeline.py (`reactive-rag replay RUN_ID --timeline` draws
-// the same in a terminal); keep the two in step. The rules, briefly: a request opens
-// a bar in its actor's lane, the reply whose `cause` is the request's seq closes it
+// A port of reactive_rag/cli/_timeline.py (`reactive-rag replay RUN_ID --timeline` draws
+// the same in a terminal). The rules, briefly: a request opens a bar in the lane of the
+// actor that answers it, a reply it declares whose `cause` is the request's seq closes it
 // (`*.failed`, `actor.failed`, `verify.failed`: failed); a call id asked again, or a
 // repair answer, is a retry and a failed or lost earlier attempt becomes "retried";
 // a search reply's `provider_calls` add a bar per provider; a bar with no reply when
 // the events stop is "open" (or "cancelled" if the run was cancelled); overlapping
 // bars of a lane go to separate rows.
+//
+// Which events are requests, who answers them and with which replies is not written
+// here: the server serves it (GET /v1/events/replies), built from the event classes'
+// own declarations (streams.reply_table, which the Python timeline reads too).
 
-const REQUESTS = {
-  "plan.requested": ["planner", ["plan.decided"], []],
-  "search.requested": ["searcher", ["search.completed", "search.failed"], ["search.failed"]],
-  "scrape.requested": ["scraper", ["page.scraped", "scrape.failed"], ["scrape.failed"]],
-  "read.requested": ["reader", ["read.completed", "read.failed"], ["read.failed"]],
-  "rerank.requested": ["reranker", ["rerank.completed", "rerank.failed"], ["rerank.failed"]],
-  "selection.requested": ["selector", ["evidence.selected"], []],
-  "answer.requested": ["writer", ["answer.drafted"], []],
-  "answer.drafted": ["verifier", ["answer.verified", "verify.failed"], ["verify.failed"]],
-};
+let REQUESTS = {};  // request type -> {handled_by, replies, failures, ...}
+let loaded = false;
+let loading = null;
+
+/** Fetch the request -> reply table (once; again after a failure). Resolves to whether it is here. */
+export function loadReplies() {
+  if (loaded) return Promise.resolve(true);
+  if (!loading) {
+    const signal = typeof AbortSignal.timeout === "function" ? AbortSignal.timeout(10_000) : undefined;
+    loading = fetch("/v1/events/replies", { cache: "no-store", signal })
+      .then((resp) => (resp.ok ? resp.json() : Promise.reject(new Error(`HTTP ${resp.status}`))))
+      .then((body) => { REQUESTS = (body && body.requests) || {}; loaded = true; return true; })
+      .catch(() => { loading = null; return false; });  // no table: no bars until it comes
+  }
+  return loading;
+}
+
+/** Whether the request -> reply table has come from the server. */
+export function repliesLoaded() { return loaded; }
+
+await loadReplies();
+
 const LANE_ORDER = ["planner", "searcher", "search:", "scraper", "reader", "reranker", "selector",
   "writer", "verifier", "finalizer"];
 
@@ -56,7 +72,7 @@ export function buildTimeline(events) {
     close(ev, at, bars, open);
     const spec = REQUESTS[ev.type];
     if (!spec) continue;
-    let [lane] = spec;
+    let lane = spec.handled_by;
     if (ev.type === "answer.requested" && ev.mode === "finalize") lane = "finalizer";
     const key = ev.call_id ? `${ev.type}#${ev.call_id}` : "";
     let attempt = ev.type === "answer.requested" ? ev.attempt || 1 : 1;
@@ -72,7 +88,7 @@ export function buildTimeline(events) {
     bars.push({ lane, label: label(ev), start: at, end: null, status: "open", request_seq: ev.seq,
       reply_seq: null, attempt, row: 0, detail: "" });
     if (key) lastByKey.set(key, bars.length - 1);
-    open.set(ev.seq, { index: bars.length - 1, replies: spec[1], failures: spec[2], key });
+    open.set(ev.seq, { index: bars.length - 1, replies: spec.replies, failures: spec.failures, key });
   }
   if (finished && finished.outcome === "cancelled") {
     for (const { index } of open.values()) bars[index].status = "cancelled";

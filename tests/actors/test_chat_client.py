@@ -12,7 +12,13 @@ from typing import Any
 import aiohttp
 import pytest
 
-from actors.models._chat import ChatResult, OpenAIChatClient, chat_url, function_tool
+from actors.models._chat import (
+    ChatRequest,
+    ChatResult,
+    OpenAIChatClient,
+    chat_url,
+    function_tool,
+)
 from actors.models._chat_exceptions import (
     ChatAuthError,
     ChatBadResponse,
@@ -78,7 +84,7 @@ async def test_streams_content_deltas_in_order_and_reports_usage(
     server.script(stream_reply("Paris is the capital of France.", usage=(31, 7), piece=5))
     seen: list[str] = []
 
-    result = await client.complete(MESSAGES, on_delta=seen.append)
+    result = await client.complete(ChatRequest(MESSAGES, on_delta=seen.append))
 
     assert result.content == "Paris is the capital of France."
     assert "".join(seen) == result.content and len(seen) > 3
@@ -94,7 +100,7 @@ async def test_request_asks_for_a_stream_with_usage_and_sends_tools_and_key(
     server.script(stream_reply("ok"))
     tool = function_tool("search", "Search the corpus", {"type": "object", "properties": {}})
 
-    await client.complete(MESSAGES, tools=[tool], tool_choice="auto", temperature=0.0)
+    await client.complete(ChatRequest(MESSAGES, tools=[tool], tool_choice="auto", temperature=0.0))
 
     body = server.requests[0]
     assert body["stream"] is True
@@ -118,7 +124,7 @@ async def test_tool_calls_split_across_many_chunks_are_reassembled(
     events += [chunk({}, finish="tool_calls"), usage_chunk(50, 20)]
     server.script(Stream(events))
 
-    result = await client.complete(MESSAGES)
+    result = await client.complete(ChatRequest(MESSAGES))
 
     assert [(c.id, c.name) for c in result.tool_calls] == [("call_a", "search"), ("call_b", "read")]
     first_args = json.loads(result.tool_calls[0].arguments_json)
@@ -138,7 +144,7 @@ async def test_tool_call_without_id_or_index_still_assembles(
     ]
     server.script(Stream(events))
 
-    result = await client.complete(MESSAGES)
+    result = await client.complete(ChatRequest(MESSAGES))
 
     assert len(result.tool_calls) == 1
     assert result.tool_calls[0].name == "answer"
@@ -151,7 +157,7 @@ async def test_missing_usage_is_estimated_from_characters(
 ) -> None:
     server.script(stream_reply("x" * 40, usage=None))
 
-    result = await client.complete(MESSAGES)
+    result = await client.complete(ChatRequest(MESSAGES))
 
     assert result.usage.estimated is True
     assert result.usage.completion == 10  # 40 chars / 4
@@ -190,7 +196,7 @@ async def test_non_streaming_json_answer_is_accepted(
     )
     seen: list[str] = []
 
-    result = await client.complete(MESSAGES, on_delta=seen.append)
+    result = await client.complete(ChatRequest(MESSAGES, on_delta=seen.append))
 
     assert result.content == "Let me search." and seen == ["Let me search."]
     assert result.tool_calls[0].name == "search"
@@ -213,7 +219,7 @@ async def test_429_with_retry_after_is_honoured_then_succeeds(
     server.script(Status(429, '{"error": {"message": "slow down"}}', headers={"Retry-After": "3"}))
     server.script(stream_reply("fine"))
 
-    result = await client.complete(MESSAGES, timeout_s=30)
+    result = await client.complete(ChatRequest(MESSAGES, timeout_s=30))
 
     assert result.content == "fine"
     assert len(server.requests) == 2
@@ -228,7 +234,7 @@ async def test_503_with_retry_after_is_honoured_like_a_429(
                          headers={"Retry-After": "4"}))
     server.script(stream_reply("back"))
 
-    result = await client.complete(MESSAGES, timeout_s=30)
+    result = await client.complete(ChatRequest(MESSAGES, timeout_s=30))
 
     assert result.content == "back"
     assert sleeps.waits == [4.0]
@@ -240,7 +246,7 @@ async def test_429_that_persists_raises_rate_limited_with_retry_after(
     server.script(*[Status(429, "{}", headers={"Retry-After": "1"}) for _ in range(3)])
 
     with pytest.raises(ChatRateLimited) as info:
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
     assert info.value.retry_after == 1.0
     assert info.value.status == 429
@@ -253,7 +259,7 @@ async def test_retry_after_longer_than_the_deadline_fails_fast(
     server.script(Status(429, "{}", headers={"Retry-After": "120"}), stream_reply("late"))
 
     with pytest.raises(ChatRateLimited):
-        await client.complete(MESSAGES, timeout_s=5)
+        await client.complete(ChatRequest(MESSAGES, timeout_s=5))
 
     assert len(server.requests) == 1 and sleeps.waits == []
 
@@ -265,7 +271,7 @@ async def test_retry_after_as_an_http_date_is_understood(
     server.script(Status(429, "{}", headers={"Retry-After": when}), stream_reply("late"))
 
     with pytest.raises(ChatRateLimited) as info:
-        await client.complete(MESSAGES, timeout_s=5)
+        await client.complete(ChatRequest(MESSAGES, timeout_s=5))
 
     assert info.value.retry_after is not None and info.value.retry_after > 3000
     assert len(server.requests) == 1 and sleeps.waits == []  # it does not fit the deadline
@@ -276,7 +282,7 @@ async def test_500_then_success_is_retried(
 ) -> None:
     server.script(Status(500, '{"error": {"message": "boom"}}'), stream_reply("recovered"))
 
-    result = await client.complete(MESSAGES)
+    result = await client.complete(ChatRequest(MESSAGES))
 
     assert result.content == "recovered"
     assert len(server.requests) == 2 and len(sleeps.waits) == 1
@@ -289,7 +295,7 @@ async def test_persistent_5xx_html_page_raises_server_error_with_its_text(
     server.script(*[Status(502, page, content_type="text/html") for _ in range(3)])
 
     with pytest.raises(ChatServerError) as info:
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
     assert info.value.status == 502 and "502 Bad Gateway" in str(info.value)
     assert len(server.requests) == 3
@@ -301,7 +307,7 @@ async def test_401_is_an_auth_error_and_not_retried(
     server.script(Status(401, '{"error": {"message": "invalid api key"}}'), stream_reply("no"))
 
     with pytest.raises(ChatAuthError) as info:
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
     assert isinstance(info.value, PermissionError)
     assert "invalid api key" in str(info.value)
@@ -314,7 +320,7 @@ async def test_400_is_a_request_error_and_not_retried(
     server.script(Status(400, '{"error": {"message": "tools not supported"}}'))
 
     with pytest.raises(ChatRequestError, match="tools not supported"):
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
     assert len(server.requests) == 1
 
@@ -331,7 +337,7 @@ async def test_unreachable_server_is_a_connection_error() -> None:
             f"http://127.0.0.1:{port}", model="m", session=session, max_retries=1, sleep=sleeps
         )
         with pytest.raises(ChatConnectionError) as info:
-            await client.complete(MESSAGES)
+            await client.complete(ChatRequest(MESSAGES))
     assert isinstance(info.value, ConnectionError) and info.value.retryable
     assert len(sleeps.waits) == 1
 
@@ -347,7 +353,7 @@ async def test_stream_that_stalls_midway_times_out_keeping_the_partial_text(
     seen: list[str] = []
 
     with pytest.raises(ChatTimeout) as info:
-        await client.complete(MESSAGES, timeout_s=1.5, on_delta=seen.append)
+        await client.complete(ChatRequest(MESSAGES, timeout_s=1.5, on_delta=seen.append))
 
     assert isinstance(info.value, TimeoutError)
     assert info.value.partial == "".join(seen) == "The answer"
@@ -363,7 +369,7 @@ async def test_stall_timeout_catches_silence_before_the_call_deadline(
         server.base_url, model="m", stall_timeout_s=1.0, sleep=sleeps
     ) as client:
         with pytest.raises(ChatTimeout, match="stalled") as info:
-            await client.complete(MESSAGES, timeout_s=60)
+            await client.complete(ChatRequest(MESSAGES, timeout_s=60))
     assert info.value.streamed and len(server.requests) == 1
 
 
@@ -374,7 +380,7 @@ async def test_timeout_before_the_first_byte_is_retried(
     async with OpenAIChatClient(
         server.base_url, model="m", stall_timeout_s=1.0, sleep=sleeps
     ) as client:
-        result = await client.complete(MESSAGES, timeout_s=60)
+        result = await client.complete(ChatRequest(MESSAGES, timeout_s=60))
     assert result.content == "second try"
     assert len(server.requests) == 2
 
@@ -383,7 +389,7 @@ async def test_no_time_left_raises_timeout_without_a_request(
     server: FakeOpenAI, client: OpenAIChatClient
 ) -> None:
     with pytest.raises(ChatTimeout):
-        await client.complete(MESSAGES, timeout_s=0)
+        await client.complete(ChatRequest(MESSAGES, timeout_s=0))
     assert server.requests == []
 
 
@@ -391,7 +397,7 @@ async def test_cancelling_a_call_propagates_cancellation(
     server: FakeOpenAI, client: OpenAIChatClient
 ) -> None:
     server.script(Hang())
-    task = asyncio.create_task(client.complete(MESSAGES, timeout_s=60))
+    task = asyncio.create_task(client.complete(ChatRequest(MESSAGES, timeout_s=60)))
     await asyncio.wait_for(server.request_seen.wait(), 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -415,7 +421,7 @@ async def test_malformed_stream_is_a_bad_response(
     server.script(Stream(events))
 
     with pytest.raises(ChatBadResponse, match=message):
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
 
 async def test_stream_cut_before_done_is_a_bad_response(
@@ -424,7 +430,7 @@ async def test_stream_cut_before_done_is_a_bad_response(
     server.script(Stream(content_chunks("half an ans"), done=False))
 
     with pytest.raises(ChatBadResponse, match="before \\[DONE\\]") as info:
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
     assert info.value.partial == "half an ans" and not info.value.retryable
 
@@ -435,7 +441,7 @@ async def test_html_page_with_status_200_is_a_bad_response(
     server.script(Status(200, "<html><body>Login required</body></html>", content_type="text/html"))
 
     with pytest.raises(ChatBadResponse, match="HTML page"):
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
 
 async def test_error_object_inside_the_stream_is_a_server_error(
@@ -445,7 +451,7 @@ async def test_error_object_inside_the_stream_is_a_server_error(
     server.script(Stream(events))
 
     with pytest.raises(ChatServerError, match="model crashed") as info:
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
     assert not info.value.retryable and len(server.requests) == 1
 
@@ -453,12 +459,12 @@ async def test_error_object_inside_the_stream_is_a_server_error(
 async def test_every_failure_is_a_chat_error(server: FakeOpenAI, client: OpenAIChatClient) -> None:
     server.script(Status(404, "not found", content_type="text/plain"))
     with pytest.raises(ChatError):
-        await client.complete(MESSAGES)
+        await client.complete(ChatRequest(MESSAGES))
 
 
 async def test_result_is_immutable_value(server: FakeOpenAI, client: OpenAIChatClient) -> None:
     server.script(stream_reply("a"))
-    result = await client.complete(MESSAGES)
+    result = await client.complete(ChatRequest(MESSAGES))
     assert isinstance(result, ChatResult)
     with pytest.raises(AttributeError):
         result.content = "b"  # type: ignore[misc]
@@ -480,7 +486,7 @@ async def test_fake_server_refuses_a_history_with_unanswered_tool_calls(
         {"role": "user", "content": "and?"},
     ]
     with pytest.raises(ChatRequestError, match="not answered"):
-        await client.complete(broken)
+        await client.complete(ChatRequest(broken))
 
 
 async def test_stream_false_asks_for_one_json_body(
@@ -498,7 +504,7 @@ async def test_stream_false_asks_for_one_json_body(
     )
     seen: list[str] = []
 
-    result = await client.complete(MESSAGES, stream=False, on_delta=seen.append)
+    result = await client.complete(ChatRequest(MESSAGES, stream=False, on_delta=seen.append))
 
     assert server.requests[0]["stream"] is False
     assert "stream_options" not in server.requests[0]
@@ -532,7 +538,7 @@ async def test_llama_cpp_python_tool_call_stream_keeps_its_first_piece(
     events.append(chunk({}, finish="tool_calls"))
     server.script(Stream(events))
 
-    result = await client.complete(MESSAGES)
+    result = await client.complete(ChatRequest(MESSAGES))
 
     assert [(c.name, c.arguments_json) for c in result.tool_calls] == [("search", args)]
 
@@ -547,6 +553,6 @@ async def test_deprecated_function_call_alone_becomes_a_tool_call(
     ]
     server.script(Stream(events))
 
-    result = await client.complete(MESSAGES)
+    result = await client.complete(ChatRequest(MESSAGES))
 
     assert [(c.name, c.arguments_json) for c in result.tool_calls] == [("answer", "{}")]

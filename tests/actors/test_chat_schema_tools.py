@@ -8,7 +8,7 @@ server round trip is in tests/reactive_rag/test_chat_llm_real.py).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import jsonschema
@@ -16,8 +16,8 @@ import pytest
 
 from actors.models import (
     ChatMessage,
+    ChatRequest,
     ChatResult,
-    DeltaCallback,
     SchemaToolChat,
     Usage,
     function_tool,
@@ -42,25 +42,14 @@ class Recorder:
         self.finish_reason = finish_reason
         self.requests: list[dict[str, Any]] = []
 
-    async def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        *,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        tool_choice: str | Mapping[str, Any] | None = None,
-        timeout_s: float | None = None,
-        on_delta: DeltaCallback | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        stream: bool = True,
-    ) -> ChatResult:
-        self.requests.append({"messages": [dict(m) for m in messages], "tools": tools,
-                              "tool_choice": tool_choice, "response_format": response_format,
-                              "stream": stream})
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        self.requests.append({"messages": [dict(m) for m in request.messages],
+                              "tools": request.tools, "tool_choice": request.tool_choice,
+                              "response_format": request.response_format,
+                              "stream": request.stream})
         text = self.replies.pop(0)
-        if on_delta is not None:
-            on_delta(text)
+        if request.on_delta is not None:
+            request.on_delta(text)
         return ChatResult(content=text, usage=Usage(10, 5, 15),
                           finish_reason=self.finish_reason, model="m")
 
@@ -78,10 +67,10 @@ async def test_tools_become_a_json_schema_and_the_reply_typed_tool_calls() -> No
     inner = Recorder(reply)
     chat = SchemaToolChat(inner)
 
-    result = await chat.complete(
+    result = await chat.complete(ChatRequest(
         [{"role": "system", "content": "Plan."}, {"role": "user", "content": "Q?"}],
         tools=[SEARCH, ANSWER], tool_choice="auto",
-    )
+    ))
 
     sent = inner.requests[0]
     assert sent["tools"] is None and sent["tool_choice"] is None  # the server never sees tools
@@ -151,9 +140,9 @@ async def test_a_text_reply_comes_back_as_content_once() -> None:
     inner = Recorder(json.dumps({"content": "The Seine."}))
     deltas: list[str] = []
 
-    result = await SchemaToolChat(inner).complete(
+    result = await SchemaToolChat(inner).complete(ChatRequest(
         [{"role": "user", "content": "Q?"}], tools=[SEARCH], on_delta=deltas.append
-    )
+    ))
 
     assert result.tool_calls == () and result.content == "The Seine."
     assert deltas == ["The Seine."]  # never the raw JSON
@@ -164,8 +153,8 @@ async def test_a_reply_cut_off_keeps_its_calls_with_the_arguments_as_written() -
           '"arguments":{"query":"runaway str'
     inner = Recorder(cut, finish_reason="length")
 
-    result = await SchemaToolChat(inner).complete([{"role": "user", "content": "Q?"}],
-                                                  tools=[SEARCH])
+    result = await SchemaToolChat(inner).complete(
+        ChatRequest([{"role": "user", "content": "Q?"}], tools=[SEARCH]))
 
     first, second = result.tool_calls
     assert result.finish_reason == "length"  # so the caller can say the reply was cut off
@@ -180,8 +169,8 @@ async def test_a_reply_cut_inside_a_key_never_lends_another_call_its_arguments()
           '{"name":"open_page","argum'
     inner = Recorder(cut, finish_reason="length")
 
-    result = await SchemaToolChat(inner).complete([{"role": "user", "content": "Q?"}],
-                                                  tools=[SEARCH])
+    result = await SchemaToolChat(inner).complete(
+        ChatRequest([{"role": "user", "content": "Q?"}], tools=[SEARCH]))
 
     read, open_page = result.tool_calls
     assert json.loads(read.arguments_json) == {"chunk_id": "a#1"}
@@ -193,8 +182,8 @@ async def test_a_reply_cut_inside_a_key_never_lends_another_call_its_arguments()
 async def test_a_reply_that_is_not_json_is_returned_as_content() -> None:
     inner = Recorder("I would search for it.", finish_reason="stop")
 
-    result = await SchemaToolChat(inner).complete([{"role": "user", "content": "Q?"}],
-                                                  tools=[SEARCH])
+    result = await SchemaToolChat(inner).complete(
+        ChatRequest([{"role": "user", "content": "Q?"}], tools=[SEARCH]))
 
     assert result.tool_calls == () and result.content == "I would search for it."
     assert result.finish_reason == "stop"
@@ -211,7 +200,7 @@ async def test_tool_turns_in_the_history_are_sent_as_plain_messages() -> None:
         {"role": "user", "content": "Budget left: 3 tool calls."},
     ]
 
-    await SchemaToolChat(inner).complete(history, tools=[SEARCH])
+    await SchemaToolChat(inner).complete(ChatRequest(history, tools=[SEARCH]))
 
     sent = inner.requests[0]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user", "user"]
@@ -225,9 +214,9 @@ async def test_without_tools_the_request_passes_through() -> None:
     inner = Recorder('{"claims": []}')
     fmt = {"type": "json_object"}
 
-    result = await SchemaToolChat(inner).complete(
+    result = await SchemaToolChat(inner).complete(ChatRequest(
         [{"role": "user", "content": "Write."}], response_format=fmt, stream=False
-    )
+    ))
 
     assert inner.requests[0]["response_format"] == fmt and inner.requests[0]["stream"] is False
     assert result.content == '{"claims": []}'
@@ -235,7 +224,7 @@ async def test_without_tools_the_request_passes_through() -> None:
 
 async def test_tools_with_a_response_format_are_refused() -> None:
     with pytest.raises(ValueError, match="cannot be combined"):
-        await SchemaToolChat(Recorder("{}")).complete(
+        await SchemaToolChat(Recorder("{}")).complete(ChatRequest(
             [{"role": "user", "content": "Q?"}], tools=[SEARCH],
             response_format={"type": "json_object"},
-        )
+        ))

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from reactivex.subject import Subject
 
-from actors.models import ChatRateLimited, OpenAIChatClient
+from actors.models import ChatRateLimited, ChatRequest, OpenAIChatClient
 from actors.providers import TenantSearchConfig
 from actors.scrape import FetchConfig, Fetcher, FetchFailed, ScrapeConfig, ScraperActor, UrlGuard
 from actors.search import Searcher
@@ -333,10 +333,11 @@ async def test_a_chat_error_replays_typed_with_its_retry_advice(tmp_path: Path) 
         async with OpenAIChatClient(server.base_url, model="fake", max_retries=0) as client:
             with (Cassette.record(path, _header(chat=ChatSetup(model="fake"))) as cassette,
                   pytest.raises(ChatRateLimited) as live):
-                await cassette.chat(client).complete([{"role": "user", "content": "hi, 12 s"}])
+                await cassette.chat(client).complete(
+                    ChatRequest([{"role": "user", "content": "hi, 12 s"}]))
     model = Cassette.load(path).chat()
     with pytest.raises(ChatRateLimited) as again:  # seconds left are masked in the key
-        await model.complete([{"role": "user", "content": "hi, 3 s"}])
+        await model.complete(ChatRequest([{"role": "user", "content": "hi, 3 s"}]))
     assert (str(again.value), again.value.retry_after, again.value.status) == (
         str(live.value), 7.0, 429)
     assert again.value.retryable == live.value.retryable

@@ -27,6 +27,7 @@ import pytest
 
 from actors.models import (
     ChatConnectionError,
+    ChatRequest,
     OpenAIChatClient,
     SchemaToolChat,
     tool_call_schema,
@@ -140,9 +141,9 @@ def _view(evidence: list[EvidenceChunk]) -> PlannerView:
 
 async def test_a_plain_completion_streams_and_reports_usage(client: OpenAIChatClient) -> None:
     pieces: list[str] = []
-    result = await client.complete(
+    result = await client.complete(ChatRequest(
         [{"role": "user", "content": "Say hello."}], max_tokens=16, on_delta=pieces.append
-    )
+    ))
     assert len(pieces) > 1  # it streamed, piece by piece
     assert "".join(pieces) == result.content
     assert not result.usage.estimated and result.usage.total > 0
@@ -156,13 +157,13 @@ async def test_a_schema_constrained_tool_call_matches_its_schema(
     only_read = {"type": "function", "function": {"name": "read"}}
     schema = tool_call_schema(PLANNER_TOOLS, tool_choice=only_read, max_calls=1,
                               max_string_length=40)
-    result = await client.complete(
+    result = await client.complete(ChatRequest(
         [{"role": "system", "content": "Reply with one tool call as JSON."},
          {"role": "user", "content": "Read the passage after eiffel#0."}],
         max_tokens=200, temperature=0.0, stream=False,
         response_format={"type": "json_schema",
                          "json_schema": {"name": "tool_calls", "schema": schema}},
-    )
+    ))
 
     assert result.finish_reason == "stop", result
     reply = json.loads(result.content)  # the grammar made it valid JSON, of this shape
@@ -247,7 +248,7 @@ async def test_a_second_start_reuses_the_server_and_a_stopped_one_is_a_typed_err
         os.kill(pid, 0)
     async with OpenAIChatClient(url, model=model, timeout_s=5, max_retries=0) as c:
         with pytest.raises(ChatConnectionError):
-            await c.complete([{"role": "user", "content": "hi"}], max_tokens=4)
+            await c.complete(ChatRequest([{"role": "user", "content": "hi"}], max_tokens=4))
 
 
 def test_a_model_file_the_server_cannot_load_fails_the_start_with_its_log(
@@ -284,10 +285,10 @@ async def test_schema_tools_on_the_real_server_give_typed_calls(
 ) -> None:
     if llm_server.quirks != "no-tool-template":
         pytest.skip("this server renders tools natively")
-    result = await SchemaToolChat(client, max_calls=1).complete(
+    result = await SchemaToolChat(client, max_calls=1).complete(ChatRequest(
         [{"role": "user", "content": f"Search the corpus for: {QUESTION}"}],
         tools=PLANNER_TOOLS, tool_choice="required", max_tokens=120, temperature=0.0,
-    )
+    ))
     assert len(result.tool_calls) == 1
     call = result.tool_calls[0]
     assert call.id == "json-0-0"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from actors.models._chat import ChatMessage, ChatResult, OpenAIChatClient, RawToolCall
+from actors.models._chat import ChatRequest, ChatResult, OpenAIChatClient, RawToolCall
 from actors.models._chat_exceptions import ChatAuthError
 from reactive_rag.judgement._policy import PlannerView
 from reactive_rag.judgement.model._planner import ChatPlanner
@@ -676,10 +676,8 @@ class RecordingModel:
     def __init__(self) -> None:
         self.timeouts: list[float | None] = []
 
-    async def complete(
-        self, messages: Sequence[ChatMessage], *, timeout_s: float | None = None, **_: Any
-    ) -> ChatResult:
-        self.timeouts.append(timeout_s)
+    async def complete(self, request: ChatRequest) -> ChatResult:
+        self.timeouts.append(request.timeout_s)
         return ChatResult("", (RawToolCall("c", "answer", "{}"),))
 
 

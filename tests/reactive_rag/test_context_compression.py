@@ -276,8 +276,8 @@ async def test_a_compressed_run_folds_back_to_the_same_points_and_views(
     shown = tuple(p for e in result.events if isinstance(e, PlanRequested) for p in e.points)
     controller = RunController(initial_state(budget=Budget(compress_context=True),
                                              judgement=offline_judgement()))
-    controller.restore(result.events)  # a crash resume folds the log through the machine
+    controller.on_restore(result.events)  # a crash resume folds the log through the machine
     assert controller.state.points == shown and shown
     planner = PlannerActor(OfflinePlanner())
-    planner.restore(result.events)
+    planner.on_restore(result.events)
     assert tuple(planner.points.values()) == shown

@@ -10,6 +10,7 @@ from actors.models import HashingEmbedder
 from reactive_rag.conversation import (
     FOLD_EVERY,
     VERBATIM,
+    Conversation,
     SessionState,
     Turn,
 )
@@ -122,7 +123,7 @@ async def test_a_follow_up_in_a_session_is_rewritten_on_the_stream_and_answered(
     index.index_documents("demo", DOCS)
     engine = Engine(index)
     try:
-        chat = engine.session()
+        chat = Conversation(engine)
         first = await chat.ask("Who first isolated aspirin?", collections=("demo",))
         assert first.answered and "Felix Hoffmann" in first.answer
         second = await chat.ask("Which company did he work for?", collections=("demo",))

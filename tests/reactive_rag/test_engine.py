@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from reactivex import operators as ops
 
-from reactive_rag.engine._engine import Engine
+from reactive_rag import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.judgement import Decision, PlannerView
 from reactive_rag.judgement.offline import OfflinePlanner
@@ -218,3 +218,20 @@ async def test_user_operator_on_the_reranker_edge_filters_candidates(engine: Eng
 
 def _unused(x: Sequence[Path]) -> None:
     _ = (x, OfflinePlanner)
+
+
+async def test_with_no_collections_named_a_run_searches_every_indexed_one(engine: Engine) -> None:
+    result = await engine.ask("Who founded Bayer and when?")
+    assert result.outcome == "answered", result.reason
+    assert result.citations
+    assert {c.chunk.source for c in result.citations if c.chunk is not None} == {"local:demo"}
+
+
+async def test_an_engine_over_an_empty_index_says_how_to_index(tmp_path: Path) -> None:
+    engine = Engine(CorpusIndex(tmp_path / "empty"))
+    try:
+        with pytest.raises(RunConfigError, match="reactive-rag index PATH --collection NAME"):
+            engine.start("Who founded Bayer?")
+        assert engine.runs == {}
+    finally:
+        await engine.aclose()

@@ -341,7 +341,7 @@ async def test_the_writer_restores_its_last_draft_and_the_conflicts_it_showed() 
     ]
     policy = Remembering()
     writer = WriterActor(policy)
-    writer.restore(events)
+    writer.on_restore(events)
     assert policy.restored == [("When was Bayer founded?", (own,))]
     assert (writer._own, writer._appended) == (1, (0, 0))
     assert set(writer.view.evidence) == {"a", "b"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from actors.search import Searcher, SearcherActor
-from reactive_rag.engine._engine import _restore
 from streams import EvidenceChunk, EvidenceRegistered, Hit, SearchCompleted
 
 
@@ -18,6 +17,6 @@ def test_a_resumed_searcher_sees_the_registered_pages_only() -> None:
         )),
     ]
     actor = SearcherActor(Searcher([]))
-    _restore([actor], log)
+    actor.on_restore(log)  # its declared crash-resume hook
     # The passed-over result may come back to a later search; the kept one never does.
     assert actor.seen_urls == {kept.url}

@@ -193,7 +193,8 @@ def test_finalizer_answer_carries_a_plain_note_about_the_limit() -> None:
 
 def test_finalizer_with_unanswering_evidence_ends_no_evidence_and_names_the_budget() -> None:
     judge = FixedJudge(NONE)
-    state = initial_state(budget=Budget(max_tool_calls=1), judgement=offline_judgement(sufficiency=judge))
+    state = initial_state(budget=Budget(max_tool_calls=1),
+                          judgement=offline_judgement(sufficiency=judge))
     state, _ = step(state, RunStarted(question=QUESTION, ts=100.0))
     state = replace(state, evidence={"a": chunk("a")}, tool_calls=1, phase=Phase.PLANNING)
     state, cmds = step(state, PlanDecided(action="search", calls=(

@@ -30,7 +30,8 @@ def of(commands: list, cls: type) -> list:  # type: ignore[type-arg]
 
 
 def selecting(*chunks: EvidenceChunk):  # type: ignore[no-untyped-def]
-    state, _ = step(initial_state(judgement=offline_judgement()), RunStarted(question=QUESTION, ts=100.0))
+    state, _ = step(initial_state(judgement=offline_judgement()),
+                    RunStarted(question=QUESTION, ts=100.0))
     return replace(state, phase=Phase.SELECTING, evidence={c.id: c for c in chunks})
 
 

@@ -50,7 +50,7 @@ def test_the_fold_translates_a_failed_tool_and_keeps_the_commands_the_log_lacks(
         RunFinished(outcome="interrupted", run_id="r", seq=8, ts=500.0, actor="store"),
     ]
     controller = RunController(initial_state())
-    controller.restore(log)
+    controller.on_restore(log)
     state = controller.state
     assert state.phase is Phase.PLANNING and state.round == 2
     assert state.failed_calls == 1 and "provider down" in state.last_failure

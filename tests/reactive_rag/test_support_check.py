@@ -31,12 +31,12 @@ from reactive_rag.agent import (
     verify_async,
 )
 from reactive_rag.cli._main import main as cli_main
+from reactive_rag.engine import EngineConfig, research_from
 from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.judgement.model import ChatEntailment, EntailmentError
 from reactive_rag.judgement.offline import DEFAULT_SUPPORT_WEIGHTS, SupportWeights, support_score
 from reactive_rag.server import ConfigError, ServerConfig
-from reactive_rag.server._app import _entailment_client
 from streams import (
     AnswerDrafted,
     AnswerVerified,
@@ -690,10 +690,10 @@ def test_the_server_config_reads_an_entailment_table(tmp_path: Path) -> None:
     config = ServerConfig.load(path, env={})
     assert config.entailment is not None
     assert (config.entailment.url, config.entailment.model) == ("http://127.0.0.1:9/v1", "judge")
-    client = _entailment_client(config)
-    assert client is not None and client.model == "judge"
+    judge = research_from(EngineConfig(entailment=config.entailment), env={}).judge
+    assert isinstance(judge, OpenAIChatClient) and judge.model == "judge"
     assert ServerConfig.load(env={}).entailment is None
-    assert _entailment_client(ServerConfig.load(env={})) is None
+    assert research_from(EngineConfig(entailment=None), env={}).judge is None
     path.write_text('[entailment]\nmodel = "judge"\n')  # no url
     with pytest.raises(ConfigError, match="entailment"):
         ServerConfig.load(path, env={})

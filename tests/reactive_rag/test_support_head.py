@@ -1,4 +1,4 @@
-"""The embedding head on the verifier's support score (reactive_rag/judgement/offline/_support_head.py).
+"""The embedding head on the verifier's support score (judgement/offline/_support_head.py).
 
 With the shipped MiniLM weights the head must order a supported paraphrase
 above its contradiction, never rescue a claim the exact-fact checks drop, fall

@@ -23,14 +23,14 @@ from ._writer import (
 )
 
 __all__ = [
-    "ChatEntailment",
-    "ChatPlanner",
-    "ChatWriter",
     "DEFAULT_ENTAILMENT_PROMPT",
     "DEFAULT_PLANNER_PROMPT",
     "DEFAULT_WRITER_PROMPT",
-    "EntailmentError",
     "PLANNER_TOOLS",
+    "ChatEntailment",
+    "ChatPlanner",
+    "ChatWriter",
+    "EntailmentError",
     "ScopeCheck",
     "default_scope",
     "parse_claims",

@@ -21,7 +21,7 @@ import re
 from collections import OrderedDict
 from typing import Any, Literal
 
-from actors.models import ChatError, ChatModel
+from actors.models import ChatError, ChatModel, ChatRequest
 
 __all__ = ["DEFAULT_ENTAILMENT_PROMPT", "ChatEntailment", "EntailmentError"]
 
@@ -113,10 +113,10 @@ class ChatEntailment:
             {"role": "user", "content": f"PREMISE: {premise}\nHYPOTHESIS: {hypothesis}"},
         ]
         try:
-            result = await self.model.complete(
+            result = await self.model.complete(ChatRequest(
                 messages, timeout_s=self.timeout_s, temperature=0.0,
                 max_tokens=self.max_tokens, response_format=self._format(), stream=False,
-            )
+            ))
         except ChatError as exc:
             raise EntailmentError(f"entailment model call failed: {exc}") from exc
         score = _parse_verdict(result.content)

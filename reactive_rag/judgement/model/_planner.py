@@ -34,7 +34,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from actors.models import ChatError, ChatModel, ChatResult, RawToolCall, function_tool
+from actors.models import (
+    ChatError,
+    ChatModel,
+    ChatRequest,
+    ChatResult,
+    RawToolCall,
+    function_tool,
+)
 from actors.text import url_host, url_key
 from streams import (
     Event,
@@ -47,7 +54,7 @@ from streams import (
     ToolCall,
 )
 
-from .._policy import Decision, PlannerView, Rejection
+from .._policy import Decision, PlannerBase, PlannerView, Rejection
 
 __all__ = [
     "DEFAULT_PLANNER_PROMPT",
@@ -271,7 +278,7 @@ class _Turn:
     pages: set[str] = field(default_factory=set)
 
 
-class ChatPlanner:
+class ChatPlanner(PlannerBase):
     """:class:`PlannerPolicy` that asks a chat model which tools to call.
 
     One instance per run: it keeps that run's conversation. Asking about a
@@ -447,7 +454,7 @@ class ChatPlanner:
     # --- model turn --------------------------------------------------------------------
 
     async def _ask(self, timeout_s: float) -> ChatResult:
-        result = await self.model.complete(
+        result = await self.model.complete(ChatRequest(
             self.messages,
             tools=PLANNER_TOOLS,
             tool_choice="auto",
@@ -455,7 +462,7 @@ class ChatPlanner:
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             stream=self.stream,
-        )
+        ))
         spent_in, spent_out = self._spent
         self._spent = (spent_in + result.usage.prompt, spent_out + result.usage.completion)
         return result

@@ -18,10 +18,10 @@ from typing import Any
 
 import pydantic_core
 
-from actors.models import ChatModel
+from actors.models import ChatModel, ChatRequest
 from streams import Claim, ClaimError, EvidenceChunk, WriteMode
 
-from .._policy import Draft
+from .._policy import Draft, WriterBase
 
 __all__ = ["DEFAULT_WRITER_PROMPT", "ChatWriter", "parse_claims"]
 
@@ -37,7 +37,7 @@ Write 1 to 4 claims, most important first. If the evidence does not answer the \
 question, reply {"claims": []}."""
 
 
-class ChatWriter:
+class ChatWriter(WriterBase):
     """:class:`WriterPolicy` that asks a chat model for quoted claims.
 
     Args:
@@ -103,14 +103,14 @@ class ChatWriter:
         timeout = self.timeout_s
         if self.timeout_for is not None and (left := self.timeout_for()) is not None:
             timeout = min(timeout, left)
-        result = await self.model.complete(
+        result = await self.model.complete(ChatRequest(
             messages,
             timeout_s=timeout,
             on_delta=streamer.feed if emit_delta is not None else None,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             response_format={"type": "json_object"} if self.json_mode else None,
-        )
+        ))
         claims, notes = parse_claims(result.content, evidence)
         if len(claims) > self.max_claims:
             notes.append(f"kept the first {self.max_claims} of {len(claims)} claims")

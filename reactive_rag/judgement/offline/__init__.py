@@ -69,14 +69,13 @@ from ._yes_no import (
 )
 
 __all__ = [
-    "OFFLINE_FAMILIES",
-    "offline_judgement",
     "DEFAULT_SUPPORT_HEAD_PATH",
     "DEFAULT_SUPPORT_WEIGHTS",
+    "LEAD_WORDS",
+    "OFFLINE_FAMILIES",
     "EmbeddingSupport",
     "ExtractiveWriter",
     "HeadFeatures",
-    "LEAD_WORDS",
     "LoopGuard",
     "LoopVerdict",
     "OfflinePlanner",
@@ -98,6 +97,7 @@ __all__ = [
     "load_support_head",
     "named_hops",
     "normalize_query",
+    "offline_judgement",
     "polarity_flips",
     "question_entities",
     "rewrite_followup",

@@ -33,7 +33,7 @@ from actors.text import (
 )
 from streams import Claim, ClaimError, EvidenceChunk, WriteMode
 
-from .._policy import Draft
+from .._policy import Draft, WriterBase
 from ._choice import Choice, answer_choice
 from ._question import desubjectivize
 from ._sufficiency import analyse_question, holds_new_value, term_weight
@@ -207,7 +207,7 @@ def _statement(quote: str, subject: str) -> str:
     return text
 
 
-class ExtractiveWriter:
+class ExtractiveWriter(WriterBase):
     """Offline :class:`~reactive_rag.agent.WriterPolicy`: 1-4 cited sentences from the evidence.
 
     Sentences are scored by stemmed keyword coverage of the question (and

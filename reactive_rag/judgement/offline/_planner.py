@@ -36,7 +36,7 @@ from actors.text import (
 )
 from streams import EvidenceChunk, Feedback, QueryStat, ToolCall
 
-from .._policy import Decision, PlannerView
+from .._policy import Decision, PlannerBase, PlannerView
 from ._evidence_pick import mentions, select_evidence, title_keys
 from ._loop_guard import normalize_query
 from ._question import (
@@ -67,7 +67,7 @@ class _Bridge:
     open_terms: tuple[str, ...]  # question words that chunk does not cover
 
 
-class OfflinePlanner:
+class OfflinePlanner(PlannerBase):
     """Offline :class:`~reactive_rag.agent.PlannerPolicy` (no model, deterministic).
 
     Round 1 expands the question into 2-3 searches (the de-subjectivised
