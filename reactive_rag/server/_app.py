@@ -26,7 +26,14 @@ from reactive_rag.engine import Engine, EngineConfig, Research, RunResult, assem
 from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex
 from reactive_rag.observability import RunMetrics
 from reactive_rag.run import RunConfigError
-from reactive_rag.store import LeaseKeeper, RunNotResumable, RunRecord, RunStore, SqliteRunStore
+from reactive_rag.store import (
+    LeaseKeeper,
+    RunNotResumable,
+    RunRecord,
+    RunStore,
+    ServerStore,
+    SqliteRunStore,
+)
 from reactive_rag.web import add_web_routes
 from streams import Event, RunFinished, RunStarted
 
@@ -84,7 +91,7 @@ routes = web.RouteTableDef()
 
 
 def make_store(target: str, *, read_only: bool = False, owner: str | None = None,
-               lease_ttl_s: float = 15.0) -> RunStore:
+               lease_ttl_s: float = 15.0) -> ServerStore:
     """A store for a config ``store`` value: a path, ``sqlite:///path``, ``redis://...``
     or ``postgresql://...`` (``postgres://``; ``?schema=NAME`` picks the schema).
 
@@ -374,7 +381,7 @@ def _tenant_engine(base: Engine, research: Research) -> Engine:
 
 
 def create_app(config: ServerConfig | None = None, *, engine: Engine | None = None,
-               store: RunStore | None = None,
+               store: ServerStore | None = None,
                env: Mapping[str, str] | None = None,
                replica_engine: EngineFactory | None = None) -> web.Application:
     """The HTTP service.
@@ -413,7 +420,7 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
     return app
 
 
-def _lifecycle(config: ServerConfig, engine: Engine | None, store: RunStore | None,
+def _lifecycle(config: ServerConfig, engine: Engine | None, store: ServerStore | None,
                research: Mapping[str, Research],
                replica_engine: EngineFactory | None = None) -> Any:
     async def ctx(app: web.Application) -> AsyncIterator[None]:

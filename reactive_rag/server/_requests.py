@@ -16,7 +16,7 @@ from aiohttp import web
 
 from reactive_rag.engine import Engine
 from reactive_rag.index import CorpusIndex
-from reactive_rag.store import RunStore
+from reactive_rag.store import ServerStore
 
 from ._auth import Authenticator, Tenant
 from ._config import ServerConfig
@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 CONFIG_KEY = web.AppKey("config", ServerConfig)
-STORE_KEY = web.AppKey("store", RunStore)
+STORE_KEY = web.AppKey("store", ServerStore)
 ENGINE_KEY = web.AppKey("engine", Engine)
 AUTH_KEY = web.AppKey("auth", Authenticator)
 CORPUS_TASK_KEY = web.AppKey("corpus_task", asyncio.Task[bool])

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Valid
 
 from reactive_rag.conversation import PreparedTurn, SessionState, prepare_turn, record_turn
 from reactive_rag.engine import RunHandle, RunResult
-from reactive_rag.store import RunStore, SessionNotFound, StoreError, session_id_ok
+from reactive_rag.store import SessionNotFound, SessionStore, StoreError, session_id_ok
 from streams import Event
 
 from ._auth import Tenant
@@ -84,7 +84,7 @@ class SessionManager:
         sweep_interval_s: how often expired sessions are deleted.
     """
 
-    def __init__(self, store: RunStore, runs: RunManager, *, sweep_interval_s: float) -> None:
+    def __init__(self, store: SessionStore, runs: RunManager, *, sweep_interval_s: float) -> None:
         self.store = store
         self.runs = runs
         self._interval = sweep_interval_s
@@ -93,7 +93,7 @@ class SessionManager:
         self._sweeper: asyncio.Task[None] | None = None
 
     @classmethod
-    def for_config(cls, store: RunStore, runs: RunManager,
+    def for_config(cls, store: SessionStore, runs: RunManager,
                    config: ServerConfig) -> SessionManager:
         """A manager sweeping every quarter of the session TTL (at most every minute)."""
         return cls(store, runs, sweep_interval_s=min(60.0, max(0.05, config.session_ttl_s / 4)))
@@ -208,7 +208,7 @@ class SessionManager:
             except Exception as exc:
                 log.warning("run %s of a session: %s: %s", run_id, type(exc).__name__, exc)
         await self.runs.settle(run_id)
-        replay = cast(AsyncGenerator[Event, None], self.store.events(run_id, tenant=tenant))
+        replay = cast(AsyncGenerator[Event, None], self.runs.store.events(run_id, tenant=tenant))
         async with contextlib.aclosing(replay) as stored:
             return RunResult.from_events([event async for event in stored])
 

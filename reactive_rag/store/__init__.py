@@ -5,9 +5,10 @@ order, to a :class:`RunStore`; readers replay a stored run or attach to a live
 one from any ``seq`` with no gap and no duplicate. Each writing store is an
 owner with a lease (renewed by a :class:`LeaseKeeper`); runs of owners whose
 lease expired are marked interrupted by the others, and can be reopened.
-Conversation sessions (:class:`SessionRecord`, opaque JSON with a sliding TTL)
-are kept beside the runs, and so are background tasks (:class:`TaskStore`, part
-of :class:`RunStore`; ``_tasks_sqlite`` and :mod:`.backends` implement it).
+Conversation sessions (:class:`SessionStore`, :class:`SessionRecord`: opaque JSON
+with a sliding TTL) are a protocol of their own, kept beside the runs (a
+:class:`ServerStore` is both); background tasks (:class:`TaskStore`) are part of
+:class:`RunStore` (``_tasks_sqlite`` and :mod:`.backends` implement it).
 
 :class:`RedisRunStore` and :class:`PostgresRunStore` are imported on first use,
 so the ``redis`` package, and ``psycopg`` (the ``postgres`` extra), are only
@@ -45,7 +46,9 @@ from ._protocol import (
     RunRecord,
     RunStatus,
     RunStore,
+    ServerStore,
     SessionRecord,
+    SessionStore,
     TaskStatus,
     TaskStore,
     TaskUpdate,
@@ -77,9 +80,11 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "SeqConflict",
+    "ServerStore",
     "SessionExists",
     "SessionNotFound",
     "SessionRecord",
+    "SessionStore",
     "SqliteRunStore",
     "StoreBase",
     "StoreClosed",

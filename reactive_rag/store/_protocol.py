@@ -26,7 +26,9 @@ __all__ = [
     "RunRecord",
     "RunStatus",
     "RunStore",
+    "ServerStore",
     "SessionRecord",
+    "SessionStore",
     "TaskStatus",
     "TaskStore",
     "TaskUpdate",
@@ -127,8 +129,8 @@ class SessionRecord:
 
     ``data`` is opaque to the store (the conversation's JSON state); the
     session lives ``ttl_s`` after it was last used (sliding TTL): every
-    :meth:`RunStore.get_session` that touches it and every
-    :meth:`RunStore.save_session` moves ``expires_at`` to now + ``ttl_s``.
+    :meth:`SessionStore.get_session` that touches it and every
+    :meth:`SessionStore.save_session` moves ``expires_at`` to now + ``ttl_s``.
     """
 
     session_id: str
@@ -350,6 +352,14 @@ class RunStore(TaskStore, Protocol):
         """Mark this owner's ``running`` runs ``interrupted`` (outcome too); return their ids."""
         ...
 
+
+class SessionStore(Protocol):
+    """Conversation sessions: opaque JSON state with a sliding TTL, scoped by tenant.
+
+    Kept apart from :class:`RunStore`: a conversation is a sequence of runs, not part of
+    one. The shipped stores implement both (:class:`ServerStore`).
+    """
+
     async def create_session(self, session_id: str, tenant: str, data: dict[str, JsonValue],
                              *, ttl_s: float) -> SessionRecord:
         """Store a new session that expires ``ttl_s`` after its last use.
@@ -397,3 +407,7 @@ class RunStore(TaskStore, Protocol):
     async def sweep_sessions(self) -> list[str]:
         """Delete every expired session and return their ids (a read-only store: ``[]``)."""
         ...
+
+
+class ServerStore(RunStore, SessionStore, Protocol):
+    """What the HTTP server keeps in one store: runs, background tasks and conversations."""
