@@ -57,21 +57,32 @@ async def _wait_for(run: ActorRun, types: set[str], count: int = 1) -> list[Even
 async def _until_served(run: ActorRun, query: str) -> RerankCompleted:
     """Ask until a request is answered: until Ray sees the death and restarts the worker,
     a request may fail too (each such failure typed as a dead worker, never a hang)."""
-    for attempt in range(20):
-        req = run.publish(_request(query, f"{query}-{attempt}"))
+    served: list[RerankCompleted] = []
+    attempts = 0
+
+    async def ask() -> bool:
+        nonlocal attempts
+        attempts += 1
+        req = run.publish(_request(query, f"{query}-{attempts}"))
         assert req is not None
-        async with asyncio.timeout(60):
-            while True:
-                answer = next((e for e in run.stream.history() if e.cause == req.seq), None)
-                if answer is not None:
-                    break
-                await asyncio.sleep(0.01)
-        if isinstance(answer, RerankCompleted):
-            return answer
-        assert isinstance(answer, RerankFailed | ActorFailed)
-        assert answer.error.kind == "RemoteActorDied", answer.error
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"{query!r} was never served after the worker died")
+        answered: list[Event] = []
+
+        def answer() -> bool:
+            answered[:] = [e for e in run.stream.history() if e.cause == req.seq][:1]
+            return bool(answered)
+
+        await eventually(answer, f"an answer to {query!r} (attempt {attempts})")
+        if isinstance(answered[0], RerankCompleted):
+            served.append(answered[0])
+            return True
+        assert isinstance(answered[0], RerankFailed | ActorFailed)
+        assert answered[0].error.kind == "RemoteActorDied", answered[0].error
+        return False
+
+    # Retried (the interval is a poll interval) until served, however long the restart takes.
+    await eventually(ask, f"{query!r} served after the worker died", timeout_s=120,
+                     interval_s=0.2)
+    return served[0]
 
 
 async def _wait_file(path: Path) -> str:

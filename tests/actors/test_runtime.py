@@ -22,6 +22,7 @@ from streams import (
     SearchFailed,
     SearchRequested,
 )
+from tests._eventually import eventually
 
 
 class Searcher(Actor):
@@ -111,7 +112,7 @@ async def test_on_failure_can_answer_with_a_domain_failure_event() -> None:
 
     async with ActorRun("r", [DomainSearcher()]) as run:
         run.publish(SearchRequested(query="boom"))
-        await asyncio.sleep(0.05)
+        await eventually(lambda: "search.failed" in types(run), "the domain failure event")
         run.finish("degraded")
     assert "search.failed" in types(run)
 
@@ -125,8 +126,9 @@ async def test_concurrency_is_bounded_per_actor() -> None:
     async with ActorRun("r", [searcher, Finisher(after=10)]) as run:
         for i in range(10):
             run.publish(SearchRequested(query=str(i)))
-        await asyncio.sleep(0.05)
-        assert searcher.in_flight == 3
+        # All ten delivered: three in the handler, the other seven still queued.
+        await eventually(lambda: searcher.in_flight == 3 and run.statistics()[0].depth == 7,
+                         "three handlers in flight and seven requests queued")
         gate.set()
         await asyncio.wait_for(run.wait(), 5)
     assert searcher.max_in_flight == 3
@@ -145,7 +147,8 @@ async def test_a_full_mailbox_refuses_with_a_failure_instead_of_blocking() -> No
         assert refused and all(e.error.kind == "MailboxFull" for e in refused)
         assert refused[0].error.retryable
         gate.set()
-        await asyncio.sleep(0.05)
+        await eventually(lambda: types(run).count("search.completed") == 6 - len(refused),
+                         "every accepted request answered")
         run.finish("answered")
     assert [s.rejected for s in run.statistics()] == [len(refused)]
 
@@ -167,8 +170,7 @@ async def test_cancel_interrupts_handlers_mid_await_with_one_terminal_event() ->
     searcher = Searcher(gate)
     async with ActorRun("r", [searcher]) as run:
         run.publish(SearchRequested(query="slow"))
-        await asyncio.sleep(0.01)
-        assert searcher.in_flight == 1
+        await eventually(lambda: searcher.in_flight == 1, "the handler stuck mid-await")
         assert run.cancel("user pressed stop")
         assert not run.cancel("again")
         assert not run.finish("answered")
@@ -225,7 +227,7 @@ async def test_per_request_timeout_becomes_a_retryable_failure() -> None:
 
     async with ActorRun("r", [Slow(asyncio.Event())]) as run:
         run.publish(SearchRequested(query="q"))
-        await asyncio.sleep(0.3)
+        await eventually(lambda: "actor.failed" in types(run), "the timed-out request's failure")
         run.finish("degraded")
     failure = next(e for e in run.stream.history() if isinstance(e, ActorFailed))
     assert failure.error.kind == "TimeoutError" and failure.error.retryable
@@ -248,7 +250,7 @@ async def test_clean_shutdown_leaves_no_task_or_subscription() -> None:
     searcher = Searcher(asyncio.Event())
     async with ActorRun("r", [searcher, Finisher()]) as run:
         run.publish(SearchRequested(query="q"))
-        await asyncio.sleep(0.01)
+        await eventually(lambda: searcher.in_flight == 1, "the handler stuck mid-await")
         run.cancel()
         await run.wait()
     assert asyncio.all_tasks() == before
@@ -265,15 +267,17 @@ async def test_leaving_the_scope_early_cancels_the_run() -> None:
 
 async def test_cancelling_the_hosting_task_cancels_the_run_and_propagates() -> None:
     holder: list[ActorRun] = []
+    searcher = Searcher(asyncio.Event())
 
     async def host() -> None:
-        async with ActorRun("r", [Searcher(asyncio.Event())]) as run:
+        async with ActorRun("r", [searcher]) as run:
             holder.append(run)
             run.publish(SearchRequested(query="q"))
             await run.wait()
 
     task = asyncio.create_task(host())
-    await asyncio.sleep(0.02)
+    # The handler runs only once the host has published and is waiting for the end.
+    await eventually(lambda: searcher.in_flight == 1, "the run hosted and its handler busy")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

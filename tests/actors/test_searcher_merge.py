@@ -15,6 +15,7 @@ from actors.providers import (
 )
 from actors.search import Searcher, SeenUrls
 from streams import Hit
+from tests._eventually import eventually
 
 from ._web_fixtures import words
 
@@ -252,7 +253,7 @@ async def test_a_provider_breaking_the_protocol_fails_alone() -> None:
 async def test_cancelling_a_search_cancels_the_provider_calls() -> None:
     slow = Fake("slow", delay=5.0)
     task = asyncio.create_task(Searcher([slow]).search("q"))
-    await asyncio.sleep(0.02)
+    await eventually(lambda: slow.in_flight == 1, "the provider call under way")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

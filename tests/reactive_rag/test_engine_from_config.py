@@ -140,7 +140,7 @@ def test_a_config_that_cannot_work_is_refused_before_any_network_call(
 
 def test_a_mapping_works_like_a_file_and_options_reach_the_engine(index: CorpusIndex) -> None:
     engine = Engine.from_config({}, index=index, judge=None)
-    assert engine.index is index and engine._judge is None
+    assert engine.index is index and "sufficiency" not in engine.settings().judgement
     assert engine._web is None and engine._planner is None
 
 

@@ -183,7 +183,7 @@ async def test_open_mode_serves_mcp_without_a_token_on_loopback(
 
 @asynccontextmanager
 async def serve_command(folder: Path, index_root: Path) -> AsyncIterator[str]:
-    """``python -m reactive_rag.server`` (the ``reactive-rag serve`` path) with the two
+    """``python -m reactive_rag serve`` (the ``reactive-rag serve`` path) with the two
     tenants; yields its base URL; SIGINT at the end, which must exit 0."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -199,7 +199,7 @@ async def serve_command(folder: Path, index_root: Path) -> AsyncIterator[str]:
     env = {**os.environ, "REACTIVE_RAG_HOME": str(folder / "home"), "PYTHONPATH": str(REPO)}
     with log.open("wb") as out:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "reactive_rag.server", "--port", str(port), "--config",
+            sys.executable, "-m", "reactive_rag", "serve", "--port", str(port), "--config",
             str(config), "--store", str(folder / "runs.db"), cwd=REPO, env=env, stdout=out,
             stderr=asyncio.subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

@@ -1,6 +1,6 @@
 """The OpenAPI document matches the server exactly: schemathesis, every check, finds nothing.
 
-A real ``python -m reactive_rag.server`` process on loopback (the ``reactive-rag
+A real ``python -m reactive_rag serve`` process on loopback (the ``reactive-rag
 serve`` code path, over a temp store and the four-document test corpus), once
 with a tenant token and once in open mode, against ``schemathesis run`` with a
 fixed seed and a bounded number of examples per operation (see
@@ -56,7 +56,7 @@ class Served:
 
 @contextlib.contextmanager
 def serve_process(folder: Path, config_toml: str) -> Iterator[Served]:
-    """``python -m reactive_rag.server`` with this config on 127.0.0.1; SIGINT at the end."""
+    """``python -m reactive_rag serve`` with this config on 127.0.0.1; SIGINT at the end."""
     folder.mkdir(parents=True, exist_ok=True)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -67,7 +67,7 @@ def serve_process(folder: Path, config_toml: str) -> Iterator[Served]:
     served = Served(f"http://127.0.0.1:{port}", port, folder / "server.log")
     with served.log_path.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "reactive_rag.server", "--port", str(port), "--config",
+            [sys.executable, "-m", "reactive_rag", "serve", "--port", str(port), "--config",
              str(config), "--store", str(folder / "runs.db")],
             cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:

@@ -1,6 +1,6 @@
 """Requests aiohttp's HTTP parser rejects are answered as JSON problems, not text/plain.
 
-Raw bytes over real sockets to a real ``python -m reactive_rag.server``: a bad
+Raw bytes over real sockets to a real ``python -m reactive_rag serve``: a bad
 request line, a request line or header over the size limit (with a token in
 it), too many headers, a header with invalid bytes. Each gets an
 ``application/problem+json`` body ``{type, title, status, code, detail}``

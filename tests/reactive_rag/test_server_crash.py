@@ -130,7 +130,7 @@ def test_python_m_server_starts_open_on_loopback_and_stops_on_sigint(tmp_path: P
     config.write_text('host = "0.0.0.0"\nbuild_default_corpus = false\n')
     env = {**os.environ, "REACTIVE_RAG_HOME": str(tmp_path / "home"), "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reactive_rag.server", "--port", str(port), "--config",
+        [sys.executable, "-m", "reactive_rag", "serve", "--port", str(port), "--config",
          str(config), "--store", str(tmp_path / "runs.db")],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

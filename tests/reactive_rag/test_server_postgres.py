@@ -12,7 +12,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator
@@ -28,6 +27,7 @@ from reactive_rag.index import CorpusIndex
 from reactive_rag.server import ServerConfig, create_app
 from reactive_rag.server._app import STORE_KEY
 from reactive_rag.store import PostgresRunStore
+from tests._eventually import eventually
 
 from ._server_child import OWNER
 from ._server_fixtures import QUESTION, GatedPlanner, read_sse, start_run
@@ -66,12 +66,13 @@ async def test_a_replica_streams_a_run_another_replica_is_writing(
             run_id = await start_run(a)
             resp = await b.get(f"/v1/runs/{run_id}/events")  # B only has the store
             assert resp.status == 200
-            follower = asyncio.create_task(read_sse(resp))
-            await asyncio.sleep(0.1)
-            assert not follower.done()
+            # The follower is there: B streams what A stored while the gate holds the run.
+            head = await asyncio.wait_for(read_sse(resp, limit=1), 60)
+            assert head.seqs == [1]
             GatedPlanner.gate.set()
-            sse = await asyncio.wait_for(follower, 60)
-            assert sse.seqs == list(range(1, len(sse.seqs) + 1)) and len(sse.seqs) > 3
+            sse = await asyncio.wait_for(read_sse(resp), 60)  # the rest, live
+            seqs = head.seqs + sse.seqs
+            assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > 3
             assert sse.events[-1].event == "run.finished"
             assert sse.events[-1].data["outcome"] == "answered"
             got = await (await b.get(f"/v1/runs/{run_id}")).json()
@@ -101,21 +102,20 @@ async def test_a_killed_server_process_leaves_its_run_to_be_interrupted_on_resta
         store_url, str(port_file), cwd=REPO, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
-        deadline = time.monotonic() + 60
-        while not port_file.exists():
-            assert proc.returncode is None, "child server ended"
-            assert time.monotonic() < deadline, "child server did not start"
-            await asyncio.sleep(0.02)
+        await eventually(lambda: port_file.exists() or proc.returncode is not None,
+                         "the child server to start")
+        assert proc.returncode is None, "child server ended"
         port = int(port_file.read_text())
         started = await asyncio.to_thread(_http, port, "/v1/runs", {"question": QUESTION})
         run_id = str(started["run_id"])
-        while True:  # kill it mid-run: a few events stored, the planner still thinking
-            view = await asyncio.to_thread(_http, port, f"/v1/runs/{run_id}")
-            if view["status"] != "running" or view["last_seq"] >= 3:
-                killed_mid_run = view["status"] == "running"
-                break
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.02)
+        view: dict[str, Any] = {}
+
+        async def stored_a_few() -> bool:  # kill it mid-run: a few events stored
+            view.update(await asyncio.to_thread(_http, port, f"/v1/runs/{run_id}"))
+            return bool(view["status"] != "running" or view["last_seq"] >= 3)
+
+        await eventually(stored_a_few, "a few events of the run stored")
+        killed_mid_run = view["status"] == "running"
     finally:
         proc.send_signal(signal.SIGKILL)
         await proc.communicate()

@@ -13,6 +13,7 @@ import pytest
 
 from reactive_rag.store import Recorder, RunMeta, RunNotFound
 from streams import Event, RunFinished, RunStarted, RunStream, SearchRequested
+from tests._eventually import eventually
 
 from ._store_fixtures import BACKENDS, AnyStore, backend_of, make_store, namespace_of, open_store
 
@@ -32,6 +33,19 @@ def meta(run_id: str) -> RunMeta:
 async def collect(events: AsyncIterator[Event]) -> list[Event]:
     async with contextlib.aclosing(events):  # type: ignore[type-var]
         return [event async for event in events]
+
+
+def follow(events: AsyncIterator[Event]) -> tuple[list[Event], asyncio.Task[list[Event]]]:
+    """Collect ``events`` in a task; the list shows what has arrived so far."""
+    got: list[Event] = []
+
+    async def run() -> list[Event]:
+        async with contextlib.aclosing(events):  # type: ignore[type-var]
+            async for event in events:
+                got.append(event)
+        return got
+
+    return got, asyncio.create_task(run())
 
 
 async def test_attach_to_a_finished_run_replays_the_tail_and_ends(store: AnyStore) -> None:
@@ -77,7 +91,7 @@ async def _attach_points(store: AnyStore) -> None:
         if rng.random() < 0.3:
             await asyncio.sleep(0)
         if rng.random() < 0.02:
-            await asyncio.sleep(0.003)  # let batches commit in between
+            await recorder.flush()  # commit what is published so far, attachers running
     while len(attachers) < 1000:
         after = rng.randint(0, stream.last_seq)
         attachers.append((after, asyncio.create_task(collect(store.attach("r1", after)))))
@@ -109,7 +123,7 @@ async def test_attach_without_live_follows_a_run_another_writer_is_storing(
             if i % 10 == 0:
                 after = rng.randint(0, stream.last_seq)
                 followers.append((after, asyncio.create_task(collect(store.attach("r1", after)))))
-                await asyncio.sleep(0.002)
+                await recorder.flush()  # commit what is published so far, followers running
         stream.publish(RunFinished(outcome="answered"))
         await recorder.aclose()
         for after, task in followers:
@@ -127,8 +141,8 @@ async def test_follower_of_a_crashed_run_ends_with_the_interrupted_event(
     recorder = await Recorder(store, stream).start()
     stream.publish(SearchRequested(query="a"))
     await recorder.flush()
-    follower = asyncio.create_task(collect(store.attach("r1", 0)))
-    await asyncio.sleep(0.05)
+    seen, follower = follow(store.attach("r1", 0))
+    await eventually(lambda: len(seen) == 1, "the follower to get the stored event")
     assert not follower.done()  # still waiting for more of a running run
     await recorder.aclose()
     assert await store.mark_interrupted() == ["r1"]  # what the next start-up does
@@ -155,8 +169,8 @@ async def test_attacher_that_stops_early_unsubscribes_from_the_recorder(
         first = await anext(events)
         assert first.seq == 1
         second = asyncio.ensure_future(anext(events))
-        await asyncio.sleep(0.01)  # now waiting on the recorder's committed events
-        assert len(recorder._sinks) == 1
+        await eventually(lambda: len(recorder._sinks) == 1,
+                         "the attacher waiting on the recorder's committed events")
         second.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await second
@@ -205,8 +219,8 @@ async def test_attach_goes_past_an_interruption_that_a_resume_continued(
     await recorder.abort()  # the process "dies"
     assert await store.mark_interrupted() == ["r1"]  # seq 3: run.finished(interrupted)
     await store.reopen("r1")
-    follower = asyncio.create_task(collect(store.attach("r1", 0)))
-    await asyncio.sleep(0.05)
+    seen, follower = follow(store.attach("r1", 0))
+    await eventually(lambda: len(seen) == 3, "the follower to get the interruption (seq 3)")
     assert not follower.done()  # the interruption is not the end of a reopened run
     resumed = [SearchRequested(query="b", run_id="r1", seq=4, ts=1.0),
                RunFinished(outcome="answered", run_id="r1", seq=5, ts=2.0)]

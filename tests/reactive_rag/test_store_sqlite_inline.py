@@ -14,6 +14,7 @@ import pytest
 from reactive_rag.store import RunMeta, SqliteRunStore
 from reactive_rag.store._sqlite import WAL_LIMIT_BYTES
 from streams import Event, RunStream, SearchRequested
+from tests._eventually import eventually
 
 
 @pytest.fixture
@@ -42,6 +43,12 @@ async def block_writer_thread(store: SqliteRunStore) -> tuple[threading.Event,
     held = store._writer.submit(hold)
     assert await asyncio.to_thread(entered.wait, 10)
     return release, held
+
+
+def queued_on_writer_thread(store: SqliteRunStore) -> int:
+    """How many calls wait for the store's writer thread (behind the one it runs)."""
+    assert store._writer is not None
+    return store._writer._executor._work_queue.qsize()
 
 
 async def test_an_append_commits_while_the_writer_thread_is_busy(
@@ -74,11 +81,9 @@ async def test_a_taken_write_lock_never_holds_the_loop(store: SqliteRunStore) ->
     ticker = asyncio.ensure_future(tick())
     try:
         append = asyncio.ensure_future(store.append("r1", events("r1", 2)))
-        await asyncio.sleep(0.3)
-        assert not append.done()  # waiting for the lock ...
         before = ticks
-        await asyncio.sleep(0.1)
-        assert ticks > before  # ... off the loop: the loop still runs
+        await eventually(lambda: ticks >= before + 10, "the loop to go on running")
+        assert not append.done()  # waiting for the lock, off the loop: the loop still runs
         other.execute("COMMIT")
         assert await asyncio.wait_for(append, 10) == 2
     finally:
@@ -94,7 +99,7 @@ async def test_checkpoints_keep_the_write_ahead_log_bounded(store: SqliteRunStor
     batches = events("r1", 3000, size=2000)  # one commit each: ~65 MB of log unchecked
     for event in batches:
         await store.append("r1", [event])
-    await asyncio.sleep(0.5)  # the last checkpoint asked for has run
+    await eventually(lambda: not store._checkpoints, "every checkpoint asked for to have run")
     wal = store.path.with_name(store.path.name + "-wal")
     assert wal.stat().st_size < WAL_LIMIT_BYTES + 8 * 1024 * 1024
     assert [e.seq async for e in store.events("r1")][-1] == 3000
@@ -108,8 +113,9 @@ async def test_with_synchronous_full_commits_stay_on_the_writer_thread(tmp_path:
         await store.create_run(RunMeta(run_id="r1", tenant="acme", question="why?"))
         release, held = await block_writer_thread(store)
         append = asyncio.ensure_future(store.append("r1", events("r1", 1)))
-        await asyncio.sleep(0.2)
-        assert not append.done()  # queued behind the writer thread
+        await eventually(lambda: queued_on_writer_thread(store) == 1,
+                         "the append queued behind the writer thread")
+        assert not append.done()
         release.set()
         await held
         assert await asyncio.wait_for(append, 10) == 1
@@ -127,8 +133,9 @@ async def test_an_append_from_another_thread_goes_through_the_writer_thread(
     other = asyncio.ensure_future(
         asyncio.to_thread(asyncio.run, store.append("r2", events("r2", 4))))
     here = await asyncio.wait_for(store.append("r1", events("r1", 2)), 10)
-    await asyncio.sleep(0.2)
-    assert not other.done()  # queued behind the (blocked) writer thread
+    await eventually(lambda: queued_on_writer_thread(store) == 1,
+                     "the other thread's append queued behind the (blocked) writer thread")
+    assert not other.done()
     release.set()
     await held
     assert (await asyncio.wait_for(other, 10), here) == (4, 2)
