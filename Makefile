@@ -13,7 +13,7 @@ BASE_STAMP := $(VENV)/.installed-base
 # the base package with the dev and test extras
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-fast test-llm lint bench clean
+.PHONY: install demo test test-fast test-llm lint docs bench clean
 
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ demo: $(BASE_STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory docs
+
+# the user guide (docs/, mkdocs-material): a broken link or a page left out of the nav fails
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -x -q
@@ -56,4 +61,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/bus.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache site

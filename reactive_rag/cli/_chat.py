@@ -18,11 +18,9 @@ import asyncio
 import contextlib
 import os
 import queue
-import signal
 import sys
 import textwrap
 import threading
-from collections.abc import Callable, Iterator
 from typing import Any
 
 from rich.console import Console
@@ -34,6 +32,7 @@ from reactive_rag.run import Budget, RunConfigError
 from streams import AsyncSubscriber, OverflowPolicy
 
 from ._ask import (
+    _on_sigint,
     add_run_setup_options,
     build_engine,
     ensure_default_corpus,
@@ -176,20 +175,6 @@ class _LineReader:
             self._ended = True
         if self._waiting is not None and not self._waiting.done():
             self._waiting.set_result(line)
-
-
-@contextlib.contextmanager
-def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> Iterator[None]:
-    """Call ``handler`` on Ctrl-C instead of interrupting everything (where supported)."""
-    try:
-        loop.add_signal_handler(signal.SIGINT, handler)
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
-        yield
-        return
-    try:
-        yield
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
 
 
 class _Repl:

@@ -50,6 +50,7 @@ from streams import (
     SearchFilters,
     ToolCall,
 )
+from tests._eventually import eventually
 from tests.actors._openai_fixtures import Status, fake_openai, stream_reply
 from tests.actors._scrape_fixtures import local_server
 from tests.actors._web_fixtures import FakeWeb, Result, fake_web
@@ -540,5 +541,4 @@ async def test_the_controller_takes_its_inputs_in_the_recorded_order(tmp_path: P
     late(second).subscribe(lambda e: waited.append(getattr(e, "call_id", "")))
     second.on_next(SearchCompleted(call_id="b", query="q"))  # a never comes
     assert waited == []
-    await asyncio.sleep(0.35)
-    assert waited == ["b"]
+    await eventually(lambda: waited == ["b"], "b let through once the order wait is over")

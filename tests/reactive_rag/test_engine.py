@@ -15,6 +15,7 @@ from reactive_rag.judgement import Decision, PlannerView
 from reactive_rag.judgement.offline import OfflinePlanner
 from reactive_rag.run import RunConfigError
 from streams import AsyncSubscriber, Event, RerankRequested, ToolCall
+from tests._eventually import eventually
 
 
 @pytest.fixture
@@ -83,8 +84,10 @@ class SlowPlanner:
 
     def __init__(self) -> None:
         self.cancelled = False
+        self.thinking = False
 
     async def decide(self, view: PlannerView) -> Decision:
+        self.thinking = True
         try:
             await asyncio.sleep(60)
         except asyncio.CancelledError:
@@ -98,7 +101,7 @@ async def test_cancel_mid_model_call_interrupts_it_and_leaks_nothing(index: Corp
     engine = Engine(index, planner=lambda: planner)
     before = asyncio.all_tasks()
     handle = engine.start("Who founded Bayer?", collections=["demo"])
-    await asyncio.sleep(0.1)
+    await eventually(lambda: planner.thinking, "the planner mid-call")
     assert handle.cancel()
     result = await handle.wait()
     assert result.outcome == "cancelled" and planner.cancelled

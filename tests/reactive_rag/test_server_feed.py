@@ -14,6 +14,7 @@ from reactive_rag.cli._serve import add_serve_commands
 from reactive_rag.server import EventFeed
 from reactive_rag.store import Recorder, RunMeta, SqliteRunStore
 from streams import BudgetTick, Event, RunFinished, RunStarted, RunStream, SearchRequested
+from tests._eventually import eventually
 
 
 async def _source(events: list[Event], gate: asyncio.Event | None = None) -> AsyncIterator[Event]:
@@ -47,7 +48,8 @@ async def test_a_stalled_client_has_progress_coalesced_then_is_detached_with_a_r
     events = _stamped(3, ticks_between=5)
     feed = EventFeed(_source(events), maxsize=4)
     async with feed:
-        await asyncio.sleep(0.05)  # the client takes nothing while the run publishes
+        # the client takes nothing while the run publishes
+        await eventually(lambda: feed.detached_reason is not None, "the stalled client detached")
         stats = feed.statistics()
         assert stats.coalesced > 0
         assert feed.detached_reason is not None and "too slow" in feed.detached_reason

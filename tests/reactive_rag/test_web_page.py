@@ -14,7 +14,6 @@ The screenshot is saved as ``test-artifacts/web-page.png``.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import shutil
@@ -142,7 +141,9 @@ async def test_run_survives_a_network_drop_and_shows_the_verified_answer(
 
     site.proxy.drop()
     await page.wait_for_selector("body[data-conn=reconnecting]")
-    await asyncio.sleep(0.8)  # the network stays down: reconnect attempts fail meanwhile
+    # The network stays down until reconnect attempts have failed: the drop counts one
+    # reconnect, each refused attempt one more.
+    await page.wait_for_function("window.__rr.reconnects >= 3")
     site.proxy.restore()
 
     await page.wait_for_selector("body[data-outcome]")
