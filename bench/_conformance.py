@@ -6,7 +6,7 @@ Runs the ``schemathesis run`` CLI (the ``dev`` extra installs it) against
 ``BASE_URL/v1/openapi.json`` with every check, a fixed seed and a bounded number
 of examples per operation, and returns how many distinct failures (and errors,
 such as a dropped connection) it found with its text report. Used by
-``tests/reactive_rag/test_openapi_conformance.py``; any bench or script can call
+``tests/reactive_rag/server/test_openapi_conformance.py``; any bench or script can call
 it on a server it started.
 
 Two things schemathesis does not know about, set here and nowhere else:

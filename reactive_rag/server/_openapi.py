@@ -3,7 +3,7 @@
 Written by hand next to the routes (a test checks that every route of the app
 is documented and every documented path is routed); the request body schema
 comes from the pydantic model the handler validates with, so the two cannot
-drift apart. ``tests/reactive_rag/test_openapi_conformance.py`` runs schemathesis
+drift apart. ``tests/reactive_rag/server/test_openapi_conformance.py`` runs schemathesis
 (every check) against a real server process with it: what a route answers,
 status by status, header by header and SSE event by event, is what this says.
 """

@@ -2,7 +2,7 @@
 
 The wrapped model here is a recorder that answers with fixed text: what is under
 test is the request the adapter builds and how it reads replies back (the real
-server round trip is in tests/reactive_rag/test_chat_llm_real.py).
+server round trip is in tests/reactive_rag/judgement/test_chat_llm_real.py).
 """
 
 from __future__ import annotations
