@@ -1,9 +1,10 @@
-"""The agent's brains and their host actors: planner, writer, verifier policies.
+"""The agent's host actors: planner, selector, writer, verifier and reader.
 
-Offline defaults (no model server): :class:`OfflinePlanner` (query expansion,
-multi-hop bridges, read-on), :class:`ExtractiveWriter` (quotes are exact
-sentences) and :func:`verify` (registry and quote checks in code). Chat-model
-policies plug in through the same protocols."""
+Each actor hosts a policy or check behind a typed seam: the planner and writer policies
+(:mod:`reactive_rag.judgement`, offline or chat-backed), the loop check, and
+:func:`verify` (registry, quote and support checks in code) for the verifier. The reader
+reads on from a found passage to its neighbours in the source.
+"""
 
 from ._actors import (
     LoopCheck,
@@ -16,9 +17,7 @@ from ._actors import (
     WriterActor,
     render_answer,
 )
-from ._reader import (
-    ReaderActor,
-)
+from ._reader import ReaderActor
 from ._verifier import (
     DEFAULT_SUPPORT_THRESHOLD,
     AsyncEntailmentModel,

@@ -24,16 +24,7 @@ from ._config import (
     load_engine_config,
     research_from,
 )
-from ._engine import (
-    Citation,
-    Engine,
-    EngineSettings,
-    Mode,
-    RunHandle,
-    RunObserver,
-    RunResult,
-    ask,
-)
+from ._engine import Citation, Engine, EngineSettings, Mode, RunHandle, RunObserver, RunResult, ask
 from ._replicas import (
     EngineReplicas,
     ReplicaRun,
@@ -41,9 +32,7 @@ from ._replicas import (
     StoreFactory,
     TenantEngineFactory,
 )
-from ._toml import (
-    read_toml,
-)
+from ._toml import read_toml
 
 __all__ = [
     "CHAT_QUIRKS",

@@ -75,7 +75,7 @@ from reactive_rag.run import (
     RunController,
     initial_state,
 )
-from reactive_rag.web_kb import CompressingProvider, PriorEvidenceProvider, SessionKnowledgeBase
+from reactive_rag.web_kb import CompressingProvider, PriorEvidenceProvider, WebKnowledgeBase
 from streams import (
     Claim,
     Event,
@@ -542,7 +542,7 @@ class Engine:
             stream = RunStream(run_id) if log is None else RunStream.continuing(run_id, log)
         except ValueError as exc:
             raise RunConfigError(f"{where}{exc}") from exc
-        session_kbs: list[SessionKnowledgeBase] = []
+        session_kbs: list[WebKnowledgeBase] = []
         actors = self._actors(run_id, question, checked, limits, names, session_kbs,
                               prior=prior)
         if log is not None:
@@ -646,7 +646,7 @@ class Engine:
 
     def _actors(self, run_id: str, question: str, mode: Mode, budget: Budget,
                 collections: tuple[str, ...],
-                session_kbs: list[SessionKnowledgeBase],
+                session_kbs: list[WebKnowledgeBase],
                 prior: Sequence[EvidenceChunk] = ()) -> list[Actor]:
         provider = LocalCorpusProvider(self.index, collections, name="local")
         providers: list[SearchProvider] = [provider]
@@ -655,7 +655,7 @@ class Engine:
         if self._web is not None:
             wrap: Callable[[SearchProvider], SearchProvider] | None = None
             if self._compression == "rag":
-                kb = SessionKnowledgeBase(run_id)
+                kb = WebKnowledgeBase(run_id)
                 session_kbs.append(kb)
 
                 def wrap(web_provider: SearchProvider) -> SearchProvider:
@@ -696,7 +696,7 @@ class Engine:
     async def _drive(self, handle: RunHandle, actors: list[Actor], question: str, mode: Mode,
                      budget: Budget, collections: tuple[str, ...],
                      edges: Mapping[str, Sequence[EdgeOperator]] | None,
-                     session_kbs: Sequence[SessionKnowledgeBase] = (), *,
+                     session_kbs: Sequence[WebKnowledgeBase] = (), *,
                      begin: Callable[[ActorRun], None] | None = None,
                      elapsed_s: float = 0.0,
                      context: RunContext | None = None) -> RunResult:
@@ -771,7 +771,7 @@ class _RunPlan:
     budget: Budget
     collections: tuple[str, ...]
     actors: list[Actor]
-    session_kbs: list[SessionKnowledgeBase]
+    session_kbs: list[WebKnowledgeBase]
 
 
 def _restore(actors: Sequence[Actor], events: Sequence[Event]) -> None:

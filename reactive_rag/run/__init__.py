@@ -1,20 +1,9 @@
 """The run: a pure state machine with budgets and outcomes, and the controller hosting it."""
 
-from ._budget import (
-    Budget,
-)
-from ._context import (
-    RunContext,
-)
-from ._controller import (
-    RunController,
-)
-from ._exceptions import (
-    IllegalTransition,
-    NoRunningLoop,
-    RunConfigError,
-    RunError,
-)
+from ._budget import Budget
+from ._context import RunContext
+from ._controller import RunController
+from ._exceptions import IllegalTransition, NoRunningLoop, RunConfigError, RunError
 from ._machine import (
     CallResult,
     Command,

@@ -1,39 +1,27 @@
-"""Per-session temporary knowledge bases (the "compression: rag" mode of web search)."""
+"""Per-run temporary knowledge bases of web results (the "compression: rag" mode of web search).
 
-from ._exceptions import (
-    SessionClosed,
-    SessionError,
-)
-from ._hybrid import (
-    HybridSessionIndex,
-)
-from ._index import (
-    Bm25SessionIndex,
-    SessionIndex,
-)
-from ._kb import (
-    SessionKnowledgeBase,
-    pick_round_robin,
-)
-from ._prior import (
-    PriorEvidenceProvider,
-)
-from ._provider import (
-    CompressingProvider,
-)
-from ._store import (
-    SessionStore,
-)
+A run's web hits are indexed into a temporary BM25 (or hybrid) index that every search of
+the run is answered from; it is dropped when the run ends. (Conversation sessions are
+:mod:`reactive_rag.conversation`, stored through :class:`~reactive_rag.store.SessionStore`.)
+"""
+
+from ._exceptions import WebKbClosed, WebKbError
+from ._hybrid import HybridWebKbIndex
+from ._index import Bm25WebKbIndex, WebKbIndex
+from ._kb import WebKnowledgeBase, pick_round_robin
+from ._prior import PriorEvidenceProvider
+from ._provider import CompressingProvider
+from ._store import WebKbStore
 
 __all__ = [
-    "Bm25SessionIndex",
+    "Bm25WebKbIndex",
     "CompressingProvider",
-    "HybridSessionIndex",
+    "HybridWebKbIndex",
     "PriorEvidenceProvider",
-    "SessionClosed",
-    "SessionError",
-    "SessionIndex",
-    "SessionKnowledgeBase",
-    "SessionStore",
+    "WebKbClosed",
+    "WebKbError",
+    "WebKbIndex",
+    "WebKbStore",
+    "WebKnowledgeBase",
     "pick_round_robin",
 ]

@@ -2,18 +2,18 @@
 
 Hierarchy::
 
-    SessionError
-    └── SessionClosed (RuntimeError)   the session ended (or expired); its state is gone
+    WebKbError
+    └── WebKbClosed (RuntimeError)   the session ended (or expired); its state is gone
 """
 
 from __future__ import annotations
 
-__all__ = ["SessionClosed", "SessionError"]
+__all__ = ["WebKbClosed", "WebKbError"]
 
 
-class SessionError(Exception):
+class WebKbError(Exception):
     """Root of every session knowledge base error."""
 
 
-class SessionClosed(SessionError, RuntimeError):
+class WebKbClosed(WebKbError, RuntimeError):
     """The session was ended or expired; open a new one."""

@@ -19,14 +19,14 @@ from pathlib import Path
 from reactive_rag.index import ChunkingConfig, CorpusIndex, Document, EmbedderLike, SearchMode
 from streams import EvidenceChunk
 
-__all__ = ["HybridSessionIndex"]
+__all__ = ["HybridWebKbIndex"]
 
 _COLLECTION = "session"
 # one passage -> one chunk: passages are at most a few hundred words
 _WHOLE = ChunkingConfig(target_words=5000, overlap_ratio=0.0, max_words=10000)
 
 
-class HybridSessionIndex:
+class HybridWebKbIndex:
     """Hybrid search over a session's passages with the corpus index.
 
     Args:

@@ -2,7 +2,7 @@
 
 The session knowledge base only needs "add passages" and "search them"; any
 index with those two coroutines fits (the corpus index's hybrid search can be
-plugged in through :class:`SessionIndex`). The default keeps everything in
+plugged in through :class:`WebKbIndex`). The default keeps everything in
 memory and rebuilds its bm25s index lazily, on the first search after adds:
 a session holds hundreds of passages, for which a rebuild costs milliseconds.
 """
@@ -17,13 +17,13 @@ import numpy as np
 
 from streams import EvidenceChunk
 
-__all__ = ["Bm25SessionIndex", "SessionIndex"]
+__all__ = ["Bm25WebKbIndex", "WebKbIndex"]
 
 _THREAD_ABOVE = 5_000  # passages: rebuild off the event loop above this
 
 
 @runtime_checkable
-class SessionIndex(Protocol):
+class WebKbIndex(Protocol):
     """What the session knowledge base needs from an index."""
 
     async def add(self, chunks: Sequence[EvidenceChunk]) -> None:
@@ -41,7 +41,7 @@ class SessionIndex(Protocol):
     def __len__(self) -> int: ...
 
 
-class Bm25SessionIndex:
+class Bm25WebKbIndex:
     """In-memory BM25 (bm25s, English stemming and stopwords) over a session's passages."""
 
     def __init__(self) -> None:

@@ -22,10 +22,10 @@ from actors.scrape import ScrapedPage, page_doc_id
 from actors.text import chunk_text
 from streams import EvidenceChunk, Hit, PageScraped
 
-from ._exceptions import SessionClosed
-from ._index import Bm25SessionIndex, SessionIndex
+from ._exceptions import WebKbClosed
+from ._index import Bm25WebKbIndex, WebKbIndex
 
-__all__ = ["SessionKnowledgeBase", "pick_round_robin"]
+__all__ = ["WebKnowledgeBase", "pick_round_robin"]
 
 
 def pick_round_robin(ranked: Sequence[EvidenceChunk], k: int,
@@ -43,7 +43,7 @@ def _url_of(chunk: EvidenceChunk) -> str:
     return chunk.url or chunk.doc_id or chunk.id
 
 
-class SessionKnowledgeBase:
+class WebKnowledgeBase:
     """One session's temporary index and seen-URL set.
 
     Args:
@@ -56,14 +56,14 @@ class SessionKnowledgeBase:
     def __init__(
         self,
         session_id: str,
-        index: SessionIndex | None = None,
+        index: WebKbIndex | None = None,
         *,
         target_words: int = 220,
         overlap_ratio: float = 0.1,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.session_id = session_id
-        self._index: SessionIndex = index if index is not None else Bm25SessionIndex()
+        self._index: WebKbIndex = index if index is not None else Bm25WebKbIndex()
         self._lock = asyncio.Lock()
         self._seen_urls: set[str] = set()
         self._ids: set[str] = set()
@@ -79,7 +79,7 @@ class SessionKnowledgeBase:
 
     def _check(self) -> None:
         if self.closed:
-            raise SessionClosed(f"session {self.session_id!r} has ended")
+            raise WebKbClosed(f"session {self.session_id!r} has ended")
         self.last_used = self._clock()
 
     @property
@@ -182,7 +182,7 @@ class SessionKnowledgeBase:
         return await self.query(query, k, max_per_url=max_per_url)
 
     async def close(self) -> None:
-        """Drop the temporary index and the seen URLs; later calls raise ``SessionClosed``."""
+        """Drop the temporary index and the seen URLs; later calls raise ``WebKbClosed``."""
         async with self._lock:
             if self.closed:
                 return

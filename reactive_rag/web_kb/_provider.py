@@ -19,7 +19,7 @@ from actors.providers import (
 )
 from streams import Hit, SearchFilters
 
-from ._kb import SessionKnowledgeBase
+from ._kb import WebKnowledgeBase
 
 __all__ = ["CompressingProvider"]
 
@@ -27,7 +27,7 @@ __all__ = ["CompressingProvider"]
 class CompressingProvider:
     """Wraps a web provider: hits in, best session passages out (as hits with chunk ids)."""
 
-    def __init__(self, inner: SearchProvider, kb: SessionKnowledgeBase) -> None:
+    def __init__(self, inner: SearchProvider, kb: WebKnowledgeBase) -> None:
         self.inner = inner
         self.kb = kb
         self.name = inner.name

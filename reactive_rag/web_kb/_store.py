@@ -1,7 +1,7 @@
 """All live sessions' knowledge bases, with a TTL and cleanup.
 
-A session's state is dropped when the session ends (:meth:`SessionStore.end`)
-or when it was not used for ``ttl_s`` (:meth:`SessionStore.sweep`, run
+A session's state is dropped when the session ends (:meth:`WebKbStore.end`)
+or when it was not used for ``ttl_s`` (:meth:`WebKbStore.sweep`, run
 periodically while the store is entered with ``async with``).
 """
 
@@ -16,14 +16,14 @@ from typing import Self
 
 from reactive_rag.index import EmbedderLike
 
-from ._hybrid import HybridSessionIndex
-from ._index import Bm25SessionIndex, SessionIndex
-from ._kb import SessionKnowledgeBase
+from ._hybrid import HybridWebKbIndex
+from ._index import Bm25WebKbIndex, WebKbIndex
+from ._kb import WebKnowledgeBase
 
-__all__ = ["SessionStore"]
+__all__ = ["WebKbStore"]
 
 
-class SessionStore:
+class WebKbStore:
     """Creates, hands out and cleans up per-session knowledge bases.
 
     Args:
@@ -41,7 +41,7 @@ class SessionStore:
         ttl_s: float = 1800.0,
         *,
         embedder: EmbedderLike | None = None,
-        index_factory: Callable[[], SessionIndex] | None = None,
+        index_factory: Callable[[], WebKbIndex] | None = None,
         clock: Callable[[], float] = time.monotonic,
         sweep_interval_s: float | None = None,
     ) -> None:
@@ -52,14 +52,14 @@ class SessionStore:
             if embedder is not None:
                 shared = embedder
 
-                def index_factory() -> SessionIndex:
-                    return HybridSessionIndex(shared)
+                def index_factory() -> WebKbIndex:
+                    return HybridWebKbIndex(shared)
             else:
-                index_factory = Bm25SessionIndex
-        self._factory: Callable[[], SessionIndex] = index_factory
+                index_factory = Bm25WebKbIndex
+        self._factory: Callable[[], WebKbIndex] = index_factory
         self._clock = clock
         self._interval = sweep_interval_s if sweep_interval_s is not None else ttl_s / 4
-        self._sessions: dict[str, SessionKnowledgeBase] = {}
+        self._sessions: dict[str, WebKnowledgeBase] = {}
         self._sweeper: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
@@ -68,7 +68,7 @@ class SessionStore:
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._sessions
 
-    def get(self, session_id: str) -> SessionKnowledgeBase:
+    def get(self, session_id: str) -> WebKnowledgeBase:
         """The session's knowledge base, created on first use (synchronous: no race).
 
         Handing it out counts as use: its TTL starts again, so a session whose
@@ -76,7 +76,7 @@ class SessionStore:
         """
         kb = self._sessions.get(session_id)
         if kb is None or kb.closed:
-            kb = SessionKnowledgeBase(session_id, self._factory(), clock=self._clock)
+            kb = WebKnowledgeBase(session_id, self._factory(), clock=self._clock)
             self._sessions[session_id] = kb
         else:
             kb.last_used = self._clock()

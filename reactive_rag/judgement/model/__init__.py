@@ -4,23 +4,9 @@ Each speaks an OpenAI-compatible chat server through :mod:`actors.models` and
 implements the same protocol as its offline counterpart.
 """
 
-from ._entailment import (
-    DEFAULT_ENTAILMENT_PROMPT,
-    ChatEntailment,
-    EntailmentError,
-)
-from ._planner import (
-    DEFAULT_PLANNER_PROMPT,
-    PLANNER_TOOLS,
-    ChatPlanner,
-    ScopeCheck,
-    default_scope,
-)
-from ._writer import (
-    DEFAULT_WRITER_PROMPT,
-    ChatWriter,
-    parse_claims,
-)
+from ._entailment import DEFAULT_ENTAILMENT_PROMPT, ChatEntailment, EntailmentError
+from ._planner import DEFAULT_PLANNER_PROMPT, PLANNER_TOOLS, ChatPlanner, ScopeCheck, default_scope
+from ._writer import DEFAULT_WRITER_PROMPT, ChatWriter, parse_claims
 
 __all__ = [
     "DEFAULT_ENTAILMENT_PROMPT",

@@ -7,52 +7,17 @@ bundles the families the run machine consumes; each can be switched off.
 """
 
 from ._bundle import OFFLINE_FAMILIES, offline_judgement
-from ._conflicts import (
-    conflict_claims,
-    conflicts_for_answer,
-    find_conflicts,
-)
-from ._evidence_pick import (
-    named_hops,
-    select_evidence,
-)
-from ._extractive_writer import (
-    ExtractiveWriter,
-)
-from ._loop_guard import (
-    LoopGuard,
-    LoopVerdict,
-    normalize_query,
-)
-from ._planner import (
-    OfflinePlanner,
-)
-from ._points import (
-    compress_round,
-)
-from ._question import (
-    desubjectivize,
-    extract_entities,
-    question_entities,
-)
-from ._rewrite import (
-    rewrite_followup,
-)
-from ._soft_failures import (
-    spam_flags,
-    stale_flag,
-)
-from ._sufficiency import (
-    QuestionNeeds,
-    analyse_question,
-    judge_answerability,
-)
-from ._support import (
-    DEFAULT_SUPPORT_WEIGHTS,
-    SupportScore,
-    SupportWeights,
-    support_score,
-)
+from ._conflicts import conflict_claims, conflicts_for_answer, find_conflicts
+from ._evidence_pick import named_hops, select_evidence
+from ._extractive_writer import ExtractiveWriter
+from ._loop_guard import LoopGuard, LoopVerdict, normalize_query
+from ._planner import OfflinePlanner
+from ._points import compress_round
+from ._question import desubjectivize, extract_entities, question_entities
+from ._rewrite import rewrite_followup
+from ._soft_failures import spam_flags, stale_flag
+from ._sufficiency import QuestionNeeds, analyse_question, judge_answerability
+from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportScore, SupportWeights, support_score
 from ._support_head import (
     DEFAULT_SUPPORT_HEAD_PATH,
     EmbeddingSupport,
@@ -64,9 +29,7 @@ from ._support_head import (
     load_support_head,
     polarity_flips,
 )
-from ._yes_no import (
-    LEAD_WORDS,
-)
+from ._yes_no import LEAD_WORDS
 
 __all__ = [
     "DEFAULT_SUPPORT_HEAD_PATH",

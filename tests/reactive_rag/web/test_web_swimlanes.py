@@ -34,8 +34,8 @@ from streams import Hit, decode_json
 
 from .._corpus import DOCS
 from .._web_fixtures import DropProxy, SlowProvider, demo_index, standin_app
-from . import test_web_page as _page_tests
 from ..cli.test_timeline import SCENARIOS
+from . import test_web_page as _page_tests
 from .test_web_page import ARTIFACTS, Site, ask
 
 _browser_available = _page_tests._browser_available

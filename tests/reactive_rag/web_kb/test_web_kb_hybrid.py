@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 
 from actors.models import HashingEmbedder
-from reactive_rag.web_kb import HybridSessionIndex, SessionKnowledgeBase, SessionStore
+from reactive_rag.web_kb import HybridWebKbIndex, WebKbStore, WebKnowledgeBase
 from streams import EvidenceChunk, Hit
 
-from .test_session_kb import DELTA
+from .test_web_kb import DELTA
 
 
 async def test_results_are_the_passages_that_were_added(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    index = HybridSessionIndex(HashingEmbedder(128), root=tmp_path)
-    kb = SessionKnowledgeBase("s", index)
+    index = HybridWebKbIndex(HashingEmbedder(128), root=tmp_path)
+    kb = WebKnowledgeBase("s", index)
     page = [EvidenceChunk(id=f"web:abc#{i}", text=t, url="https://a.example/", doc_id="web:abc",
                           position=i, prev_id=f"web:abc#{i - 1}" if i else None)
             for i, t in enumerate([DELTA, "Bread rises because yeast ferments sugar."])]
@@ -34,7 +34,7 @@ async def test_results_are_the_passages_that_were_added(tmp_path) -> None:  # ty
 
 
 async def test_concurrent_adds_and_queries_on_the_hybrid_index(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    kb = SessionKnowledgeBase("s", HybridSessionIndex(HashingEmbedder(64), root=tmp_path))
+    kb = WebKnowledgeBase("s", HybridWebKbIndex(HashingEmbedder(64), root=tmp_path))
     await asyncio.gather(
         *(kb.add_hits([Hit(url=f"https://s{i}.example/", snippet=f"topic {i} river delta")])
           for i in range(20)),
@@ -47,7 +47,7 @@ async def test_concurrent_adds_and_queries_on_the_hybrid_index(tmp_path) -> None
 
 
 async def test_a_store_with_an_embedder_gives_sessions_hybrid_indexes() -> None:
-    store = SessionStore(embedder=HashingEmbedder(64))
+    store = WebKbStore(embedder=HashingEmbedder(64))
     kb = store.get("a")
     await kb.add_hits([Hit(url="https://a.example/", snippet=DELTA)])
     assert (await kb.query("delta", k=1))[0].url == "https://a.example/"

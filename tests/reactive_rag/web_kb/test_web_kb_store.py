@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from reactive_rag.web_kb import SessionClosed, SessionStore
+from reactive_rag.web_kb import WebKbClosed, WebKbStore
 from streams import Hit
 
 
@@ -19,7 +19,7 @@ class FakeClock:
 
 
 async def test_one_knowledge_base_per_session() -> None:
-    store = SessionStore()
+    store = WebKbStore()
     a = store.get("a")
     assert store.get("a") is a and store.get("b") is not a
     assert len(store) == 2
@@ -27,13 +27,13 @@ async def test_one_knowledge_base_per_session() -> None:
 
 
 async def test_ending_a_session_drops_its_state() -> None:
-    store = SessionStore()
+    store = WebKbStore()
     kb = store.get("a")
     await kb.add_hits([Hit(url="https://x.example/", snippet="some text about deltas")])
     assert await store.end("a") is True
     assert await store.end("a") is False
     assert "a" not in store
-    with pytest.raises(SessionClosed):
+    with pytest.raises(WebKbClosed):
         await kb.query("deltas")
     fresh = store.get("a")  # the same id later starts from nothing
     assert fresh is not kb and len(fresh) == 0 and fresh.seen_urls == frozenset()
@@ -42,7 +42,7 @@ async def test_ending_a_session_drops_its_state() -> None:
 
 async def test_idle_sessions_expire_and_used_ones_survive() -> None:
     clock = FakeClock()
-    store = SessionStore(ttl_s=60, clock=clock)
+    store = WebKbStore(ttl_s=60, clock=clock)
     idle, busy = store.get("idle"), store.get("busy")
     clock.now += 45
     await busy.claim_urls(["https://x.example/"])  # use refreshes the TTL
@@ -56,7 +56,7 @@ async def test_idle_sessions_expire_and_used_ones_survive() -> None:
 
 async def test_the_background_sweeper_cleans_up_while_the_store_is_open() -> None:
     clock = FakeClock()
-    async with SessionStore(ttl_s=60, clock=clock, sweep_interval_s=0.01) as store:
+    async with WebKbStore(ttl_s=60, clock=clock, sweep_interval_s=0.01) as store:
         kb = store.get("a")
         clock.now += 61
         async with asyncio.timeout(5):
@@ -69,4 +69,4 @@ async def test_the_background_sweeper_cleans_up_while_the_store_is_open() -> Non
 
 def test_ttl_must_be_positive() -> None:
     with pytest.raises(ValueError):
-        SessionStore(ttl_s=0)
+        WebKbStore(ttl_s=0)

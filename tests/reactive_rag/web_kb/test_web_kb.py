@@ -9,10 +9,10 @@ import pytest
 
 import reactive_rag.web_kb as session_pkg
 from reactive_rag.web_kb import (
-    Bm25SessionIndex,
-    SessionClosed,
-    SessionIndex,
-    SessionKnowledgeBase,
+    Bm25WebKbIndex,
+    WebKbClosed,
+    WebKbIndex,
+    WebKnowledgeBase,
     pick_round_robin,
 )
 from streams import EvidenceChunk, Hit, PageScraped
@@ -49,12 +49,12 @@ class YieldingIndex:
 
 
 def test_the_yielding_index_fits_the_protocol() -> None:
-    assert isinstance(YieldingIndex(), SessionIndex)
-    assert isinstance(Bm25SessionIndex(), SessionIndex)
+    assert isinstance(YieldingIndex(), WebKbIndex)
+    assert isinstance(Bm25WebKbIndex(), WebKbIndex)
 
 
 async def test_search_results_are_found_by_the_original_query() -> None:
-    kb = SessionKnowledgeBase("s1")
+    kb = WebKnowledgeBase("s1")
     added = await kb.add_hits([
         Hit(url="https://a.example/delta", title="Delta", snippet=DELTA),
         Hit(url="https://b.example/bread", title="Bread",
@@ -69,7 +69,7 @@ async def test_search_results_are_found_by_the_original_query() -> None:
 
 
 async def test_long_hit_content_is_chunked_with_neighbours() -> None:
-    kb = SessionKnowledgeBase("s1", target_words=30)
+    kb = WebKnowledgeBase("s1", target_words=30)
     content = " ".join(f"Sentence number {i} talks about the delta and its sediment." for i in
                        range(40))
     await kb.add_hits([Hit(url="https://a.example/long", snippet="short", content=content)])
@@ -80,7 +80,7 @@ async def test_long_hit_content_is_chunked_with_neighbours() -> None:
 
 
 async def test_passages_are_picked_round_robin_across_urls() -> None:
-    kb = SessionKnowledgeBase("s1")
+    kb = WebKnowledgeBase("s1")
     flood = [chunk("https://big.example/", i, f"{DELTA} Part {i} of a long page.")
              for i in range(10)]
     await kb.add_chunks(flood)
@@ -106,7 +106,7 @@ def test_round_robin_order_and_cap() -> None:
 
 
 async def test_a_url_seen_in_the_session_is_not_indexed_again() -> None:
-    kb = SessionKnowledgeBase("s1")
+    kb = WebKnowledgeBase("s1")
     hit = Hit(url="https://a.example/delta", snippet=DELTA)
     assert await kb.add_hits([hit]) == 1
     assert await kb.add_hits([hit, hit]) == 0
@@ -116,7 +116,7 @@ async def test_a_url_seen_in_the_session_is_not_indexed_again() -> None:
 
 
 async def test_scraped_pages_are_added_once_by_chunk_id() -> None:
-    kb = SessionKnowledgeBase("s1")
+    kb = WebKnowledgeBase("s1")
     page = PageScraped(url="https://a.example/p", chunks=(chunk("https://a.example/p", 0, DELTA),
                                                            chunk("https://a.example/p", 1)))
     assert await kb.add_page(page) == 2
@@ -130,7 +130,7 @@ async def test_concurrent_adds_in_one_session_lose_nothing() -> None:
     await asyncio.gather(*(bare.add([chunk(f"u{i}", 0)]) for i in range(50)))
     assert len(bare) < 50
     # ...the session serialises them
-    kb = SessionKnowledgeBase("s1", YieldingIndex())
+    kb = WebKnowledgeBase("s1", YieldingIndex())
     await asyncio.gather(*(kb.add_hits([Hit(url=f"https://s{i}.example/", snippet=f"text {i}")])
                            for i in range(50)),
                          *(kb.add_chunks([chunk(f"https://p{i}.example/", 0)]) for i in range(50)),
@@ -140,7 +140,7 @@ async def test_concurrent_adds_in_one_session_lose_nothing() -> None:
 
 
 async def test_concurrent_claims_give_each_url_to_exactly_one_search() -> None:
-    kb = SessionKnowledgeBase("s1")
+    kb = WebKnowledgeBase("s1")
     urls = [f"https://x.example/{i}" for i in range(30)]
     claims = await asyncio.gather(*(kb.claim_urls(urls[i % 3::2]) for i in range(12)))
     flat = [u for c in claims for u in c]
@@ -150,19 +150,19 @@ async def test_concurrent_claims_give_each_url_to_exactly_one_search() -> None:
 
 async def test_a_closed_session_refuses_use_and_holds_nothing() -> None:
     index = YieldingIndex()
-    kb = SessionKnowledgeBase("s1", index)
+    kb = WebKnowledgeBase("s1", index)
     await kb.add_hits([Hit(url="https://a.example/", snippet=DELTA)])
     await kb.close()
     await kb.close()  # idempotent
     assert len(index) == 0 and kb.seen_urls == frozenset()
-    with pytest.raises(SessionClosed):
+    with pytest.raises(WebKbClosed):
         await kb.add_hits([Hit(url="https://b.example/", snippet=DELTA)])
-    with pytest.raises(SessionClosed):
+    with pytest.raises(WebKbClosed):
         await kb.query("delta")
 
 
 async def test_bm25_index_rebuilds_after_adds() -> None:
-    index = Bm25SessionIndex()
+    index = Bm25WebKbIndex()
     assert await index.search("delta", 3) == []
     await index.add([chunk("a", 0, DELTA)])
     assert [c.id for c in await index.search("delta", 3)] == ["a#0"]
@@ -177,7 +177,7 @@ def test_exported_names_are_honest() -> None:
 
 
 async def test_compress_answers_from_this_and_earlier_searches() -> None:
-    kb = SessionKnowledgeBase("s1")
+    kb = WebKnowledgeBase("s1")
     first = await kb.compress("delta sediment", [Hit(url="https://a.example/", snippet=DELTA)])
     assert [c.url for c in first] == ["https://a.example/"]
     second = await kb.compress("delta sediment", [
