@@ -6,7 +6,9 @@ module it names (``from pkg import name`` is an edge to ``pkg.name`` when that
 is a module, else to ``pkg``, i.e. its ``__init__``; relative imports are
 resolved). Module-level and function-local imports are edges alike (a
 function-local import is still a cycle, only deferred). Imports under
-``if TYPE_CHECKING:`` are excluded: they never run. The implicit import of a
+``if TYPE_CHECKING:`` are left out of :data:`GRAPH` (they never run) and counted in
+:data:`TYPED_GRAPH`, where no cycle and no upward import is allowed either: a
+type-only arrow up is still an arrow in the design. The implicit import of a
 module's parent packages is not an edge (it would make every ``__init__`` that
 re-exports its submodules a cycle).
 
@@ -15,6 +17,9 @@ re-exports its submodules a cycle).
 
 (b) No import cycle among modules, inside a package or across, except the
 known ones in :data:`KNOWN_CYCLES`, so any new cycle fails the test.
+
+(c) Inside ``reactive_rag``, packages import only their own layer or lower ones
+(:data:`RANKS`), and the run machine reaches no judgement implementation.
 """
 
 from __future__ import annotations
@@ -70,7 +75,8 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+def _imports(tree: ast.AST, *, typing_too: bool = False,
+             ) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement of ``tree``, skipping ``if TYPE_CHECKING:`` bodies.
 
     ``importlib.import_module("literal")`` counts as an ``import literal``.
@@ -80,24 +86,26 @@ def _imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
                 and node.func.attr == "import_module" and node.args
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
             yield ast.Import(names=[ast.alias(name=node.args[0].value)])
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if isinstance(node, ast.If) and _is_type_checking(node.test) and not typing_too:
             for child in node.orelse:
                 yield from _imports_of(child)
             continue
-        yield from _imports_of(node)
+        yield from _imports_of(node, typing_too=typing_too)
 
 
-def _imports_of(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+def _imports_of(node: ast.AST, *, typing_too: bool = False,
+                ) -> Iterator[ast.Import | ast.ImportFrom]:
     if isinstance(node, ast.Import | ast.ImportFrom):
         yield node
-    yield from _imports(node)
+    yield from _imports(node, typing_too=typing_too)
 
 
-def _raw_imports(name: str, path: Path) -> set[str]:
+def _raw_imports(name: str, path: Path, *, typing_too: bool = False) -> set[str]:
     """Every absolute module name ``name`` imports (project or not)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     targets: set[str] = set()
-    for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    for node in _imports(tree, typing_too=typing_too):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
             continue
@@ -113,10 +121,11 @@ def _raw_imports(name: str, path: Path) -> set[str]:
     return targets
 
 
-def _edges(name: str, path: Path) -> set[str]:
+def _edges(name: str, path: Path, *, typing_too: bool = False) -> set[str]:
     """The project modules ``name`` imports."""
     out = set()
-    for target in _raw_imports(name, path):  # a non-module attribute: its longest module
+    # a non-module attribute: its longest module
+    for target in _raw_imports(name, path, typing_too=typing_too):
         while target and target not in MODULES:
             target = target.rpartition(".")[0]
         if target and target != name:
@@ -125,6 +134,8 @@ def _edges(name: str, path: Path) -> set[str]:
 
 
 GRAPH = {name: _edges(name, path) for name, path in MODULES.items()}
+TYPED_GRAPH = {name: _edges(name, path, typing_too=True) for name, path in MODULES.items()}
+"""The same graph with the imports under ``if TYPE_CHECKING:`` counted too."""
 
 
 def _components(graph: dict[str, set[str]]) -> list[frozenset[str]]:
@@ -272,3 +283,63 @@ def test_no_hook_is_found_by_getattr() -> None:
         and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
         and isinstance(node.args[1], ast.Constant) and node.args[1].value in RESUME_HOOKS)
     assert not found, "call the declared hook instead:\n" + "\n".join(found)
+
+
+RANKS = {
+    # reactive_rag's packages, lowest first: a module may import its own package and any
+    # package of a lower rank (faces -> engine -> agent -> judgement/run -> index/store)
+    "events": 0, "index": 0, "store": 0, "observability": 0, "web": 0, "judgement": 0,
+    "run": 1, "judgement.offline": 1, "judgement.model": 1, "web_kb": 1, "tasks": 1,
+    "agent": 2, "cassette": 2,
+    "engine": 3,
+    "conversation": 4,
+    "server": 5,
+    "mcp": 6,
+    "cli": 7,
+    "": 8, "__main__": 8,  # the top-level package: the public API
+}
+"""The layers inside ``reactive_rag`` (the picture in DESIGN.md, as data)."""
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")[1:]
+    if parts[:1] == ["judgement"] and parts[1:2] in (["offline"], ["model"]):
+        return ".".join(parts[:2])
+    return parts[0] if parts else ""
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {_layer(m) for m in MODULES if m.startswith("reactive_rag")}
+    assert packages <= set(RANKS), f"give these packages a rank: {packages - set(RANKS)}"
+
+
+def test_no_package_imports_a_higher_one_type_checking_imports_too() -> None:
+    upward = sorted(
+        f"{name} imports {target}"
+        for name, targets in TYPED_GRAPH.items() if name.startswith("reactive_rag")
+        for target in targets if target.startswith("reactive_rag")
+        and RANKS[_layer(target)] > RANKS[_layer(name)])
+    assert not upward, "an import goes up a layer:\n" + "\n".join(upward)
+
+
+def test_no_import_cycle_type_checking_imports_too() -> None:
+    cycles = _components(TYPED_GRAPH)
+    assert not cycles, "import cycles:\n" + "\n".join(
+        " -> ".join(str(m) for m in sorted(c)) for c in cycles)
+
+
+def test_the_machine_imports_no_judgement_implementation() -> None:
+    """``run`` sees judgement only through the seam's protocols (``reactive_rag.judgement``)."""
+    seen: set[str] = set()
+    todo = [m for m in TYPED_GRAPH if m.startswith("reactive_rag.run")]
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        todo.extend(TYPED_GRAPH[module])
+    implementations = sorted(m for m in seen if m.startswith(
+        ("reactive_rag.judgement.offline", "reactive_rag.judgement.model")))
+    assert not implementations, f"run/ reaches judgement implementations: {implementations}"
+    assert "reactive_rag.judgement._seam" in seen  # and it does use the seam
+

@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors.models import ChatError, ChatModel, ChatRequest, ChatResult, RawToolCall, Usage
 
 from ._format import mask_volatile
-
-if TYPE_CHECKING:
-    from ._cassette import Cassette
+from ._tape import Tape
 
 __all__ = ["RecordingChatModel", "ReplayChatModel", "chat_key"]
 
@@ -68,7 +66,7 @@ def _result(data: Mapping[str, Any]) -> ChatResult:
 class RecordingChatModel:
     """A chat model whose every completion (or typed error) goes on the cassette."""
 
-    def __init__(self, inner: ChatModel, cassette: Cassette, *, role: str = "chat") -> None:
+    def __init__(self, inner: ChatModel, cassette: Tape, *, role: str = "chat") -> None:
         self.inner = inner
         self.model = inner.model
         self.name = str(getattr(inner, "name", inner.model))
@@ -93,7 +91,7 @@ class RecordingChatModel:
 class ReplayChatModel:
     """Answers completions from the cassette only (the model name is the recorded one)."""
 
-    def __init__(self, cassette: Cassette, *, model: str, role: str = "chat") -> None:
+    def __init__(self, cassette: Tape, *, model: str, role: str = "chat") -> None:
         self.model = model
         self.name = model
         self.role = role

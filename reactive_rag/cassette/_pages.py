@@ -7,12 +7,11 @@ the page as the server sent it (decoded text), not our reading of it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors.scrape import FetchConfig, FetchedPage, Fetcher, ScrapeError
 
-if TYPE_CHECKING:
-    from ._cassette import Cassette
+from ._tape import Tape
 
 __all__ = ["RecordingFetcher", "ReplayFetcher", "page_key"]
 
@@ -25,7 +24,7 @@ def page_key(url: str) -> dict[str, Any]:
 class RecordingFetcher(Fetcher):
     """A fetcher whose every page, typed error or cut fetch goes on the cassette."""
 
-    def __init__(self, inner: Fetcher, cassette: Cassette) -> None:
+    def __init__(self, inner: Fetcher, cassette: Tape) -> None:
         super().__init__(inner.config)
         self.inner = inner
         self._cassette = cassette
@@ -50,7 +49,7 @@ def _page_json(page: FetchedPage) -> dict[str, Any]:
 class ReplayFetcher(Fetcher):
     """Answers fetches from the cassette only: opens no connection, resolves no name."""
 
-    def __init__(self, cassette: Cassette, config: FetchConfig | None = None) -> None:
+    def __init__(self, cassette: Tape, config: FetchConfig | None = None) -> None:
         super().__init__(config)
         self._cassette = cassette
 

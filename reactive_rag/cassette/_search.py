@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from actors.providers import (
     Blacklist,
@@ -29,9 +29,7 @@ from actors.search import Searcher, SearchOutcome, SeenUrls
 from streams import Hit, SearchFilters
 
 from ._format import ProviderSetup, WebSetup, canonical
-
-if TYPE_CHECKING:
-    from ._cassette import Cassette
+from ._tape import Tape
 
 __all__ = ["RecordingProvider", "ReplayProvider", "TapedSearcher", "describe_searcher",
            "recording_searcher", "replay_searcher", "search_key"]
@@ -85,7 +83,7 @@ class RecordingProvider(_Listeners):
 
     supported_filters: frozenset[str]
 
-    def __init__(self, inner: SearchProvider, cassette: Cassette) -> None:
+    def __init__(self, inner: SearchProvider, cassette: Tape) -> None:
         super().__init__()
         self.inner = inner
         self.name = inner.name
@@ -151,7 +149,7 @@ class ReplayProvider(_Listeners):
 
     supported_filters: frozenset[str]
 
-    def __init__(self, cassette: Cassette, name: str,
+    def __init__(self, cassette: Tape, name: str,
                  supported_filters: Collection[str] | None = None) -> None:
         super().__init__()
         self.name = name
@@ -248,7 +246,7 @@ class TapedSearcher(Searcher):
     searches merge exactly as they did when recorded.
     """
 
-    def __init__(self, cassette: Cassette, providers: Mapping[str, SearchProvider],
+    def __init__(self, cassette: Tape, providers: Mapping[str, SearchProvider],
                  web: WebSetup) -> None:
         super().__init__(providers, primary=list(web.primary), fallback=list(web.fallback),
                          hedge_delay_s=web.hedge_delay_s, blacklist=Blacklist(web.blacklist),
@@ -298,14 +296,14 @@ class TapedSearcher(Searcher):
         return outcome
 
 
-def recording_searcher(cassette: Cassette, web: Searcher) -> TapedSearcher:
+def recording_searcher(cassette: Tape, web: Searcher) -> TapedSearcher:
     """``web``'s shape over recording wrappers of its providers (closing stays with ``web``)."""
     providers: dict[str, SearchProvider] = {
         name: RecordingProvider(p, cassette) for name, p in web.providers.items()}
     return TapedSearcher(cassette, providers, describe_searcher(web))
 
 
-def replay_searcher(cassette: Cassette, web: WebSetup) -> TapedSearcher:
+def replay_searcher(cassette: Tape, web: WebSetup) -> TapedSearcher:
     """A searcher shaped like the recorded one, over stand-ins of its providers."""
     providers: dict[str, SearchProvider] = {
         p.name: ReplayProvider(cassette, p.name, p.supported_filters) for p in web.providers}

@@ -14,7 +14,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -52,10 +52,17 @@ __all__ = [
     "research_from",
 ]
 
-if TYPE_CHECKING:
-    from ._engine import Engine
 
-E = TypeVar("E", bound="Engine")
+
+class Assembled(Protocol):
+    """What :func:`assemble` needs of the engine it builds (the engine class satisfies it)."""
+
+    assembled_from: EngineConfig | None
+
+    def close_with(self, close: Callable[[], Awaitable[None]]) -> None: ...
+
+
+E = TypeVar("E", bound=Assembled)
 
 
 def credibility_from(settings: CredibilitySettings) -> Credibility:
@@ -267,7 +274,8 @@ def research_from(config: EngineConfig, env: Mapping[str, str] | None = None) ->
     return research
 
 
-def assemble(engine_class: type[E], research: Research, *, index: CorpusIndex | None = None,
+def assemble(engine_class: Callable[..., E], research: Research, *,
+             index: CorpusIndex | None = None,
              taps: Taps | None = None, owns_parts: bool = True, **overrides: Any) -> E:
     """The one way an engine is built from config, for every face.
 
