@@ -26,7 +26,7 @@ from reactive_rag.store import (
     StoreReadOnly,
 )
 from reactive_rag.store._sqlite import SCHEMA_VERSION
-from reactive_rag.web_kb import SessionStore
+from reactive_rag.web_kb import WebKbStore
 
 from .._store_fixtures import BACKENDS, NEEDS_REDIS, AnyStore, Clock, drop_namespace, make_store
 
@@ -296,7 +296,7 @@ async def test_older_files_gain_the_sessions_table_and_read_only_opens_leave_the
 
 async def test_handing_out_a_knowledge_base_counts_as_use() -> None:
     clock = Clock()
-    sessions = SessionStore(ttl_s=60, clock=clock)
+    sessions = WebKbStore(ttl_s=60, clock=clock)
     kb = sessions.get("busy")
     sessions.get("idle")
     for _ in range(3):  # a run holding the knowledge base only gets it again, 45 s apart
