@@ -62,7 +62,7 @@ class Conversation:
         """Start the next turn's run (options as :meth:`Engine.start`); see :meth:`finish`."""
         if self._running is not None and not self._running.done:
             raise RuntimeError("a run of this conversation is still going: one at a time")
-        prepared = prepare_turn(self.state, question)
+        prepared = prepare_turn(self.state, question, self.engine.judgement.followups)
         handle = self.engine.start(prepared.standalone, context=prepared.context, **options)
         self.last_prepared = prepared
         self._running = handle

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
-from reactive_rag.judgement import Rewrite
-from reactive_rag.judgement.offline import rewrite_followup
+from reactive_rag.judgement import FollowupRewriter, Rewrite
 from reactive_rag.run import RunContext
 from streams import EvidenceChunk, QueryRewritten
 
@@ -98,9 +97,15 @@ class PreparedTurn:
     context: RunContext
 
 
-def prepare_turn(state: SessionState, question: str) -> PreparedTurn:
-    """Read ``question`` against the conversation and build its run's context."""
-    rewrite = rewrite_followup(question, state.turns)
+def prepare_turn(state: SessionState, question: str,
+                 rewriter: FollowupRewriter | None) -> PreparedTurn:
+    """Read ``question`` against the conversation and build its run's context.
+
+    ``rewriter`` is the engine's follow-up judgement (``None``: switched off, the
+    question is run as asked).
+    """
+    rewrite = (rewriter(question, state.turns) if rewriter is not None
+               else Rewrite(original=question, standalone=question))
     prior = tuple({c.id: c for turn in state.turns[-REUSED_TURNS:]
                    for c in turn.evidence}.values())
     event = None if not state.turns else QueryRewritten(

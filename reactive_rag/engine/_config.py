@@ -75,12 +75,13 @@ class JudgementConfig(BaseModel):
     """The ``[judgement]`` table: offline rule families to switch off.
 
     ``off`` names families of :class:`~reactive_rag.judgement.Judgement`
-    (``sufficiency``, ``conflicts``, ``spam``, ``stale``, ``points``).
+    (``sufficiency``, ``conflicts``, ``spam``, ``stale``, ``points``, ``followups``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    off: tuple[Literal["sufficiency", "conflicts", "spam", "stale", "points"], ...] = ()
+    off: tuple[Literal["sufficiency", "conflicts", "spam", "stale", "points", "followups"],
+               ...] = ()
 
 
 class EngineConfig(BaseModel):

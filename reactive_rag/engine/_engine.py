@@ -274,7 +274,8 @@ class EngineSettings:
 
 def _families_on(judgement: Judgement) -> tuple[str, ...]:
     checks = (("sufficiency", judgement.sufficiency), ("conflicts", judgement.conflicts),
-              ("spam", judgement.spam), ("stale", judgement.stale), ("points", judgement.points))
+              ("spam", judgement.spam), ("stale", judgement.stale), ("points", judgement.points),
+              ("followups", judgement.followups))
     return tuple(name for name, check in checks if check is not None)
 
 
@@ -300,7 +301,7 @@ class Engine:
             answers every part of the question (default: the offline judge;
             ``None`` writes from whatever was found, as before).
         judgement_off: offline rule families to switch off (``"conflicts"``, ``"spam"``,
-            ``"stale"``, ``"points"``, ``"sufficiency"``;
+            ``"stale"``, ``"points"``, ``"sufficiency"``, ``"followups"``;
             :func:`~reactive_rag.judgement.offline.offline_judgement`).
         entailment: a model that must also judge that each kept claim's quote
             entails its statement (e.g. :class:`~.agent.ChatEntailment`), on top
@@ -388,6 +389,11 @@ class Engine:
         """
         research = research_from(load_engine_config(config, tenant=tenant, env=env), env)
         return assemble(cls, research, index=index, taps=taps, **options)
+
+    @property
+    def judgement(self) -> Judgement:
+        """The judgement this engine's runs (and conversations over it) consult."""
+        return self._judgement
 
     @property
     def entailment(self) -> EntailmentModel | AsyncEntailmentModel | None:

@@ -112,6 +112,8 @@ class Judgement:
         spam: spam and mirror copies among web results; off: every result kept.
         stale: results older than the period asked about; off: never flagged.
         points: key points of each round's evidence; off: the planner sees no points.
+        followups: a conversation's follow-up read as a standalone question (used by
+            :mod:`reactive_rag.conversation`, not by the machine); off: asked as written.
     """
 
     sufficiency: AnswerabilityJudge | None = None
@@ -119,3 +121,4 @@ class Judgement:
     spam: SpamCheck | None = None
     stale: StaleCheck | None = None
     points: PointCompressor | None = None
+    followups: FollowupRewriter | None = None

@@ -162,7 +162,8 @@ class SessionManager:
             # Read after marking it busy: the previous turn's save is in what we read.
             record = await self.store.get_session(session_id, tenant.name, touch=False)
             state = _state(record.data, session_id)
-            prepared = prepare_turn(state, run.question)
+            followups = self.runs.engine_for(tenant.name).judgement.followups
+            prepared = prepare_turn(state, run.question, followups)
             run_id = await self.runs.start(tenant, prepared.standalone, mode=run.mode,
                                            collections=collections, budget=run.budget,
                                            context=prepared.context, here=True)

@@ -5,12 +5,13 @@ from __future__ import annotations
 from .. import AnswerabilityJudge, Judgement
 from ._conflicts import conflicts_for_answer
 from ._points import compress_round
+from ._rewrite import rewrite_followup
 from ._soft_failures import spam_flags, stale_flag
 from ._sufficiency import judge_answerability
 
 __all__ = ["OFFLINE_FAMILIES", "offline_judgement"]
 
-OFFLINE_FAMILIES = ("sufficiency", "conflicts", "spam", "stale", "points")
+OFFLINE_FAMILIES = ("sufficiency", "conflicts", "spam", "stale", "points", "followups")
 """The switchable rule families, as :class:`Judgement` names them."""
 
 
@@ -31,4 +32,5 @@ def offline_judgement(*, sufficiency: AnswerabilityJudge | None = judge_answerab
         spam=None if "spam" in off else spam_flags,
         stale=None if "stale" in off else stale_flag,
         points=None if "points" in off else compress_round,
+        followups=None if "followups" in off else rewrite_followup,
     )

@@ -7,15 +7,16 @@ from pathlib import Path
 import pytest
 
 from actors.models import HashingEmbedder
+from reactive_rag import Engine
 from reactive_rag.conversation import (
     FOLD_EVERY,
     VERBATIM,
     Conversation,
     SessionState,
     Turn,
+    prepare_turn,
 )
 from reactive_rag.conversation._history import SUMMARY_TOKENS, HistorySummary, fold
-from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.judgement.offline import rewrite_followup
 from reactive_rag.web_kb import PriorEvidenceProvider
@@ -146,3 +147,13 @@ async def test_a_follow_up_in_a_session_is_rewritten_on_the_stream_and_answered(
         assert not any(isinstance(e, QueryRewritten) for e in alone.events)
     finally:
         await engine.aclose()
+
+
+def test_with_follow_up_rewriting_switched_off_a_follow_up_runs_as_asked() -> None:
+    state = SessionState("s", "t", (turn("Who directed Ed Wood?", "Tim Burton."),))
+    asked = prepare_turn(state, "Where was he born?", None)
+    assert asked.standalone == "Where was he born?"
+    assert asked.context.rewritten is not None and not asked.context.rewritten.resolved
+    rewritten = prepare_turn(state, "Where was he born?", rewrite_followup)
+    assert rewritten.standalone == "Where was Tim Burton born?"
+
