@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from actors import EdgeOperator
 from actors.providers import (
     CredibilitySettings,
     ProviderError,
@@ -52,6 +53,7 @@ from reactive_rag.engine import (
     Engine,
     EngineConfig,
     EntailmentConfig,
+    Mode,
     Research,
     RunHandle,
     RunResult,
@@ -277,10 +279,37 @@ def report_result(result: RunResult, console: Console, *, as_json: bool) -> int:
 
 
 @dataclass
+class StartOptions:
+    """The run ``ask`` starts: :meth:`Engine.start`'s keywords, typed (live or replayed)."""
+
+    question: str
+    mode: Mode = "agent"
+    collections: tuple[str, ...] = ()
+    budget: dict[str, Any] = field(default_factory=dict)
+    run_id: str | None = None
+    edges: dict[str, list[EdgeOperator]] = field(default_factory=dict)
+
+    @classmethod
+    def recorded(cls, cassette: Cassette) -> StartOptions:
+        """The recorded run's options (its edges included: one cassette is one run)."""
+        h = cassette.header
+        mode: Mode = "rag" if h.mode == "rag" else "agent"
+        if h.mode not in ("agent", "rag"):
+            raise RunConfigError(f"--replay: unknown mode {h.mode!r} in the cassette")
+        return cls(question=h.question, mode=mode, collections=tuple(h.collections),
+                   budget=dict(h.budget), run_id=h.run_id, edges=cassette.edges())
+
+    def start(self, engine: Engine) -> RunHandle:
+        """Start this run on ``engine``."""
+        return engine.start(self.question, mode=self.mode, collections=self.collections,
+                            budget=self.budget, run_id=self.run_id, edges=self.edges or None)
+
+
+@dataclass
 class RunSetup:
     """What one ``ask`` run is built from, live or replayed, and what to close after it."""
 
-    start: dict[str, Any]
+    start: StartOptions
     credibility: Credibility
     web: Searcher | None = None
     compression: Literal["none", "rag"] = "none"
@@ -307,14 +336,14 @@ async def _ask(args: argparse.Namespace, console: Console, budget: dict[str, Any
     engine = build_engine(args, setup)
     started = False
     try:
-        await ensure_default_corpus(engine, console, setup.start["collections"], args.quiet,
+        await ensure_default_corpus(engine, console, setup.start.collections, args.quiet,
                                     stop=ctrl_c.stop)
         if args.demo and not args.quiet:
             console.print(f"[dim]index: {escape(str(engine.index.root))} (collection "
                           f"{STDLIB_COLLECTION}; REACTIVE_RAG_HOME or --root moves it)[/dim]")
         if ctrl_c.pressed:  # Ctrl-C once the build was writing: it finished; start nothing
             raise _NotStarted
-        handle = ctrl_c.handle = engine.start(**setup.start)
+        handle = ctrl_c.handle = setup.start.start(engine)
         started = True
         view: AsyncSubscriber | None = None
         if not args.quiet:
@@ -411,9 +440,10 @@ def live_setup(args: argparse.Namespace, budget: dict[str, Any], question: str =
     """
     config, settings = engine_config_from(args)
     research = research_from(config)
-    setup = RunSetup(start={"question": question, "mode": args.mode or "agent",
-                          "collections": tuple(args.collections or (STDLIB_COLLECTION,)),
-                          "budget": budget},
+    setup = RunSetup(start=StartOptions(question, mode=args.mode or "agent",
+                                        collections=tuple(args.collections
+                                                          or (STDLIB_COLLECTION,)),
+                                        budget=dict(budget)),
                    credibility=credibility_from(settings), web=research.web,
                    compression=config.search.compression if config.search else "none",
                    research=research, closers=list(research.closers))
@@ -421,7 +451,7 @@ def live_setup(args: argparse.Namespace, budget: dict[str, Any], question: str =
         cassette = _record(args, setup, settings, research.chat is not None,
                            research.judge is not None)
         setup.cassette = cassette
-        setup.start["edges"] = cassette.edges()
+        setup.start.edges = cassette.edges()
         if research.web is not None:
             setup.scraper = cassette.scraper()
         setup.research = research.tapped(Taps(
@@ -434,14 +464,14 @@ def _record(args: argparse.Namespace, setup: RunSetup, settings: CredibilitySett
             chat: bool, judge: bool) -> Cassette:
     """Open the recording; its header holds all a replay needs besides the answers."""
     try:
-        limits = Budget().with_overrides(dict(setup.start["budget"]))
+        limits = Budget().with_overrides(dict(setup.start.budget))
     except (ValueError, TypeError) as exc:
         raise RunConfigError(str(exc)) from exc
-    setup.start["run_id"] = uuid.uuid4().hex[:12]
+    setup.start.run_id = uuid.uuid4().hex[:12]
     header = CassetteHeader(
-        question=setup.start["question"], mode=setup.start["mode"],
-        run_id=setup.start["run_id"], budget=dataclasses.asdict(limits),
-        collections=setup.start["collections"],
+        question=setup.start.question, mode=setup.start.mode,
+        run_id=setup.start.run_id, budget=dataclasses.asdict(limits),
+        collections=setup.start.collections,
         setup=CassetteSetup(
             web=describe_searcher(setup.web) if setup.web is not None else None,
             compression=setup.compression, credibility=settings.model_dump(mode="json"),
@@ -470,11 +500,11 @@ def _replayed(args: argparse.Namespace, budget: dict[str, Any]) -> RunSetup:
         settings = CredibilitySettings.model_validate(recorded.credibility)
     except ValidationError as exc:
         raise RunConfigError(f"--replay: {args.replay}: bad credibility settings: {exc}") from exc
-    start = cassette.start_options()
-    if args.question and args.question != start["question"]:
+    start = StartOptions.recorded(cassette)
+    if args.question and args.question != start.question:
         Console(stderr=True).print("[yellow]replay:[/yellow] the question differs from the "
                                    "recorded one; requests not in the cassette will fail")
-        start["question"] = args.question
+        start.question = args.question
     setup = RunSetup(start=start, credibility=credibility_from(settings),
                    compression=recorded.compression, cassette=cassette)
     if recorded.web is not None:

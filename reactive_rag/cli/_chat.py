@@ -90,13 +90,13 @@ async def _chat(args: argparse.Namespace, console: Console, budget: dict[str, An
     setup = live_setup(args, budget)
     engine = build_engine(args, setup)
     try:
-        collections = tuple(setup.start["collections"])
+        collections = setup.start.collections
         await ensure_default_corpus(engine, console, collections, False)
         missing = [c for c in collections if not engine.index.exists(c)]
         if missing:
             known = ", ".join(engine.index.collections()) or "none"
             raise RunConfigError(f"unknown collection(s) {missing}; indexed: {known}")
-        options = {"mode": setup.start["mode"], "collections": collections, "budget": budget}
+        options = {"mode": setup.start.mode, "collections": collections, "budget": budget}
         await _Repl(engine, console, options, quiet=args.quiet,
                     progress=args.progress, store=args.store if args.keep else None,
                     keep=args.keep).run()
