@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +22,7 @@ from reactive_rag.index import (
 )
 from streams import ReadCompleted, ReadRequested
 
+from ..._eventually import eventually
 from .._index_helpers import CountingEmbedder, long_doc, topic_docs
 
 
@@ -90,14 +92,24 @@ async def test_provider_respects_the_deadline(index: CorpusIndex) -> None:
             time.sleep(0.5)
             return super().embed_queries(texts)
 
+    finished = threading.Event()
+
+    class Watched(LocalCorpusProvider):
+        def _search_sync(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            try:  # runs in the worker thread
+                return super()._search_sync(*args, **kwargs)
+            finally:
+                finished.set()
+
     stuck = CorpusIndex(index.root, Stuck())
-    provider = LocalCorpusProvider(stuck, "topics", name="corpus")
+    provider = Watched(stuck, "topics", name="corpus")
     loop = asyncio.get_running_loop()
     with pytest.raises(ProviderTimeout, match="corpus"):
         await provider.search("bread", 2, loop.time() + 0.05)
     with pytest.raises(ProviderTimeout):
         await provider.search("bread", 2, loop.time() - 1)
-    await asyncio.sleep(0.6)  # let the abandoned worker thread finish before closing
+    # let the abandoned worker thread finish before closing
+    await eventually(finished.is_set, "the abandoned search thread to finish")
     stuck.close()
 
 

@@ -20,8 +20,9 @@ from reactive_rag.server import (
     openapi_document,
 )
 from reactive_rag.server._models import RunRequest
-from reactive_rag.store import SqliteRunStore, StoreUnavailable
+from reactive_rag.store import SessionNotFound, SqliteRunStore, StoreUnavailable
 
+from ..._eventually import eventually
 from .._server_fixtures import GatedPlanner, auth, read_sse, serve, two_tenants
 
 Client = TestClient[Any, Any]
@@ -228,7 +229,15 @@ async def test_an_idle_session_expires_and_one_in_use_lives_on(
         rows = await store._read(lambda conn: conn.execute(
             "SELECT session_id FROM sessions").fetchall())
         assert rows == [(used,)]  # the sweep deleted the idle one
-        await asyncio.sleep(0.8)
+
+        async def expired() -> bool:  # read without touching: a GET would slide the TTL
+            try:
+                await store.get_session(used, touch=False)
+            except SessionNotFound:
+                return True
+            return False
+
+        await eventually(expired, "the session no longer used to expire", timeout_s=10)
         assert (await client.get(f"/v1/sessions/{used}")).status == 404
 
 

@@ -14,7 +14,7 @@ from reactive_rag.store import RunMeta, RunRecord, SqliteRunStore, StoreUnavaila
 from streams import Event
 
 from ..._eventually import eventually
-from .._server_fixtures import GatedPlanner, read_sse, serve, start_run
+from .._server_fixtures import GatedPlanner, SseRead, read_sse, serve, start_run
 
 
 class FailingStore(SqliteRunStore):
@@ -50,12 +50,17 @@ async def test_a_store_that_stops_writing_fails_the_run_for_clients_and_is_repai
                          store_retry_s=0.4, lease_ttl_s=0.3) as client:
             run_id = await start_run(client)
 
-            async def follow() -> Any:
+            attached: list[SseRead] = []
+
+            async def follow() -> SseRead:
                 async with client.get(f"/v1/runs/{run_id}/events") as resp:
-                    return await read_sse(resp)
+                    first = await read_sse(resp, limit=1)  # a stored event: it is attached
+                    attached.append(first)
+                    rest = await read_sse(resp)
+                    return SseRead(first.messages + rest.messages, first.comments + rest.comments)
 
             clients = [asyncio.create_task(follow()) for _ in range(3)]
-            await asyncio.sleep(0.2)
+            await eventually(lambda: len(attached) == 3, "every client to have a stored event")
             store.down = True
             GatedPlanner.gate.set()  # the run goes on while nothing can be stored
             reads = await asyncio.wait_for(asyncio.gather(*clients), 30)

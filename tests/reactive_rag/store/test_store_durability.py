@@ -15,6 +15,8 @@ from reactive_rag.store import Recorder, RunMeta, SqliteRunStore, StoreError, St
 from reactive_rag.store._recorder import public_reason
 from streams import Event, EventBridge, RunFinished, RunStarted, RunStream, SearchRequested
 
+from ..._eventually import eventually
+
 
 def meta(run_id: str) -> RunMeta:
     return RunMeta(run_id=run_id, tenant="acme", question="why?")
@@ -23,6 +25,19 @@ def meta(run_id: str) -> RunMeta:
 async def collect(events: AsyncIterator[Event]) -> list[Event]:
     async with contextlib.aclosing(events):  # type: ignore[type-var]
         return [event async for event in events]
+
+
+def follow(events: AsyncIterator[Event]) -> tuple[list[Event], asyncio.Task[list[Event]]]:
+    """Collect ``events`` in a task; the list shows what has arrived so far."""
+    got: list[Event] = []
+
+    async def run() -> list[Event]:
+        async with contextlib.aclosing(events):  # type: ignore[type-var]
+            async for event in events:
+                got.append(event)
+        return got
+
+    return got, asyncio.create_task(run())
 
 
 class GatedStore(SqliteRunStore):
@@ -78,8 +93,8 @@ async def test_a_store_that_stays_down_fails_the_run_for_every_client_then_is_re
         stream.publish(RunStarted(question="why?"))
         stream.publish(SearchRequested(query="a"))
         await recorder.flush()
-        live = asyncio.create_task(collect(store.attach("r1", 0)))
-        await asyncio.sleep(0.05)
+        seen, live = follow(store.attach("r1", 0))
+        await eventually(lambda: len(seen) == 2, "the follower to have the stored events")
         store.down = True
         stream.publish(SearchRequested(query="b"))  # never stored: the store is down
         got = await asyncio.wait_for(live, 10)

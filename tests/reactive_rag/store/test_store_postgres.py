@@ -57,6 +57,19 @@ async def collect(events: AsyncIterator[Event]) -> list[Event]:
         return [event async for event in events]
 
 
+def follow(events: AsyncIterator[Event]) -> tuple[list[Event], asyncio.Task[list[Event]]]:
+    """Collect ``events`` in a task; the list shows what has arrived so far."""
+    got: list[Event] = []
+
+    async def run() -> list[Event]:
+        async with contextlib.aclosing(events):  # type: ignore[type-var]
+            async for event in events:
+                got.append(event)
+        return got
+
+    return got, asyncio.create_task(run())
+
+
 @pytest.fixture
 async def schema() -> AsyncIterator[str]:
     name = f"test_pg_{uuid.uuid4().hex[:16]}"
@@ -286,8 +299,12 @@ async def test_a_finish_without_an_event_ends_a_follower_at_once(schema: str) ->
             PostgresRunStore(url(), schema=schema, block_s=3600) as reader:
         await writer.create_run(meta("r1"))
         await writer.append("r1", stamped("r1", searches(2)))
-        follower = asyncio.create_task(collect(reader.attach("r1", 0)))
-        await asyncio.sleep(0.1)
+        seen, follower = follow(reader.attach("r1", 0))
+        await eventually(lambda: len(seen) == 2, "the follower to have the stored events")
+        # ... and to be waiting for a notification about r1 (a finish before it watched
+        # would change no event for it to read, and it would wait block_s)
+        await eventually(lambda: reader._listener is not None and "r1" in reader._listener._waiters,
+                         "the follower to listen for r1")
         assert not follower.done()
         assert await writer.finish("r1", "cancelled")  # a status change only: notified too
         got = await asyncio.wait_for(follower, 60)
@@ -405,8 +422,8 @@ async def test_a_server_that_stays_away_fails_the_run_which_is_stored_once_it_re
         stream.publish(RunStarted(question="why?"))
         stream.publish(SearchRequested(query="a"))
         await recorder.flush()
-        live = asyncio.create_task(collect(store.attach("r1", 0)))
-        await asyncio.sleep(0.05)
+        seen, live = follow(store.attach("r1", 0))
+        await eventually(lambda: len(seen) == 2, "the follower to have the stored events")
         await proxy.stop()
         stream.publish(SearchRequested(query="b"))  # never stored: the server is gone
         got = await asyncio.wait_for(live, 60)
