@@ -14,9 +14,9 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from actors.models import ChatModel
 from actors.providers import (
@@ -29,6 +29,7 @@ from actors.rerank import Credibility
 from actors.search import Searcher
 from reactive_rag.index import CorpusIndex
 from reactive_rag.judgement.model import ChatEntailment
+from reactive_rag.judgement.offline import OFFLINE_FAMILIES
 from reactive_rag.run import RunConfigError
 
 from ._chat_setup import (
@@ -74,14 +75,22 @@ def credibility_from(settings: CredibilitySettings) -> Credibility:
 class JudgementConfig(BaseModel):
     """The ``[judgement]`` table: offline rule families to switch off.
 
-    ``off`` names families of :class:`~reactive_rag.judgement.Judgement`
-    (``sufficiency``, ``conflicts``, ``spam``, ``stale``, ``points``, ``followups``).
+    ``off`` names fields of :class:`~reactive_rag.judgement.Judgement`
+    (:data:`~reactive_rag.judgement.offline.OFFLINE_FAMILIES`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    off: tuple[Literal["sufficiency", "conflicts", "spam", "stale", "points", "followups"],
-               ...] = ()
+    off: tuple[str, ...] = ()
+
+    @field_validator("off")
+    @classmethod
+    def _known(cls, off: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(off) - set(OFFLINE_FAMILIES))
+        if unknown:
+            raise ValueError(f"unknown judgement families {unknown}; known: "
+                             f"{list(OFFLINE_FAMILIES)}")
+        return off
 
 
 class EngineConfig(BaseModel):
@@ -105,8 +114,11 @@ class EngineConfig(BaseModel):
     judgement: JudgementConfig | None = None
 
 
-def load_engine_config(config: str | os.PathLike[str] | Mapping[str, Any] | EngineConfig | None
-                       = None, *,
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | EngineConfig | None
+"""A TOML file, an already parsed mapping, a built config, or ``None`` (the environment)."""
+
+
+def load_engine_config(config: ConfigSource = None, *,
                        tenant: str = "default",
                        env: Mapping[str, str] | None = None) -> EngineConfig:
     """Read an engine's config from a TOML file or a mapping (already parsed TOML).

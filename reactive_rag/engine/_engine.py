@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import functools
 import logging
-import os
 import time
 import uuid
 from collections.abc import (
@@ -90,7 +89,14 @@ from streams import (
     follow,
 )
 
-from ._config import EngineConfig, Taps, assemble, load_engine_config, research_from
+from ._config import (
+    ConfigSource,
+    EngineConfig,
+    Taps,
+    assemble,
+    load_engine_config,
+    research_from,
+)
 from ._placement import EnginePlacements, PlacementSpec
 
 __all__ = ["Citation", "Engine", "EngineSettings", "RunHandle", "RunObserver", "RunResult", "ask"]
@@ -273,10 +279,8 @@ class EngineSettings:
 
 
 def _families_on(judgement: Judgement) -> tuple[str, ...]:
-    checks = (("sufficiency", judgement.sufficiency), ("conflicts", judgement.conflicts),
-              ("spam", judgement.spam), ("stale", judgement.stale), ("points", judgement.points),
-              ("followups", judgement.followups))
-    return tuple(name for name, check in checks if check is not None)
+    return tuple(f.name for f in dataclasses.fields(judgement)
+                 if getattr(judgement, f.name) is not None)
 
 
 class Engine:
@@ -363,7 +367,7 @@ class Engine:
     @classmethod
     def from_config(
         cls,
-        config: str | os.PathLike[str] | Mapping[str, Any] | EngineConfig | None = None,
+        config: ConfigSource = None,
         *,
         index: CorpusIndex | None = None,
         tenant: str = "default",

@@ -191,12 +191,6 @@ class PlannerBase:
     it overrides a hook only if it keeps per-run state.
     """
 
-    name: str = ""
-
-    async def decide(self, view: PlannerView) -> Decision:
-        """Return the next decision for ``view`` (see :class:`PlannerPolicy`)."""
-        raise NotImplementedError
-
     def replay(self, view: PlannerView) -> Decision | None:
         """Cannot replay a stored turn (the host re-checks the logged queries)."""
         return None
@@ -246,20 +240,6 @@ class WriterBase:
 
     A subclass sets ``name`` and implements ``write`` (:class:`WriterPolicy`).
     """
-
-    name: str = ""
-
-    async def write(
-        self,
-        question: str,
-        evidence: Sequence[EvidenceChunk],
-        *,
-        mode: WriteMode,
-        errors: Sequence[ClaimError] = (),
-        emit_delta: Callable[[str, int | None], None] | None = None,
-    ) -> Draft:
-        """Return a draft citing ``evidence`` (see :class:`WriterPolicy`)."""
-        raise NotImplementedError
 
     def restore_draft(self, question: str, claims: Sequence[Claim]) -> None:
         """Keeps no draft."""

@@ -365,9 +365,7 @@ def build_research(config: ServerConfig,
         try:
             built[name] = research_from(EngineConfig(search=tenant.search, chat=tenant.chat,
                                                      entailment=config.entailment), env)
-        except RunConfigError as exc:
-            for research in built.values():  # nothing is open yet; drop the references
-                research.closers.clear()
+        except RunConfigError as exc:  # nothing built so far has opened a connection
             raise ConfigError(f"tenant {name!r} {exc}") from exc
     return built
 

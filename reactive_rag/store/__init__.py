@@ -105,12 +105,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "PostgresRunStore":
-        from .backends import PostgresRunStore
+    """The server-grade stores, imported on first use (:mod:`.backends` decides how)."""
+    if name in ("PostgresRunStore", "RedisRunStore"):
+        from . import backends
 
-        return PostgresRunStore
-    if name == "RedisRunStore":
-        from .backends import RedisRunStore
-
-        return RedisRunStore
+        return getattr(backends, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from .. import AnswerabilityJudge, Judgement
 from ._conflicts import conflicts_for_answer
 from ._points import compress_round
@@ -11,8 +13,8 @@ from ._sufficiency import judge_answerability
 
 __all__ = ["OFFLINE_FAMILIES", "offline_judgement"]
 
-OFFLINE_FAMILIES = ("sufficiency", "conflicts", "spam", "stale", "points", "followups")
-"""The switchable rule families, as :class:`Judgement` names them."""
+OFFLINE_FAMILIES = tuple(f.name for f in dataclasses.fields(Judgement))
+"""The switchable rule families: the fields of :class:`Judgement`."""
 
 
 def offline_judgement(*, sufficiency: AnswerabilityJudge | None = judge_answerability,
