@@ -33,6 +33,7 @@ __all__ = [
     "AnswerRequested",
     "AnswerVerified",
     "AnswerabilityJudged",
+    "AnswerabilityRequested",
     "BudgetExhausted",
     "BudgetExtended",
     "BudgetExtensionRefused",
@@ -40,6 +41,7 @@ __all__ = [
     "BudgetTick",
     "Claim",
     "ClaimError",
+    "ClaimErrorKind",
     "Conflict",
     "ConflictDetected",
     "ConflictSide",
@@ -165,11 +167,39 @@ class Event(BaseModel):
 
 
 class ErrorInfo(_Value):
-    """A failure as data: what kind, what happened, whether retrying can help."""
+    """A failure as data: what kind, what happened, whether retrying can help.
+
+    A model call's failure also says which ``role`` (planner, writer, judge...) and
+    ``model`` failed, and what the server said: its HTTP ``status``, the
+    ``retry_after_s`` it asked for, or the ``timeout_s`` the call ran out of.
+    """
 
     kind: str
     message: str
     retryable: bool = False
+    status: int | None = None
+    retry_after_s: float | None = None
+    timeout_s: float | None = None
+    model: str = ""
+    role: str = ""
+
+    def describe(self) -> str:
+        """One readable line for a user: never a bare exception name or an empty string."""
+        who = " ".join(p for p in (self.role, f"model {self.model!r}" if self.model else "")
+                       if p) or "call"
+        if self.kind in ("TimeoutError", "ChatTimeout", "CancelledError") or (
+                self.timeout_s is not None and self.status is None):
+            after = f" after {round(self.timeout_s, 1):g} s" if self.timeout_s is not None else ""
+            detail = "" if self.message in ("", self.kind) else f" ({self.message})"
+            return f"{who} timed out{after}{detail}"
+        parts = [f"{who} failed"]
+        if self.status is not None:
+            parts.append(f"HTTP {self.status}")
+        if self.retry_after_s is not None:
+            parts.append(f"the server asked to retry after {round(self.retry_after_s, 1):g} s")
+        message = self.message if self.message and self.message != self.kind else ""
+        parts.append(f"{self.kind}: {message}" if message else self.kind)
+        return ": ".join(parts[:1]) + ": " + "; ".join(parts[1:])
 
 
 class Hit(_Value):
@@ -297,12 +327,21 @@ class Claim(_Value):
     quote: str
 
 
+ClaimErrorKind = Literal[
+    "empty", "unknown_source", "quote_too_short", "quote_not_found", "quote_elsewhere",
+    "unsupported", "off_question", "judge_failed", "answer_dropped", "writer_failed",
+    "verifier_failed", "other",
+]
+"""Why a claim was dropped, as data (the ``reason`` says it in words)."""
+
+
 class ClaimError(_Value):
-    """Why the verifier rejected one claim."""
+    """Why the verifier rejected one claim (``index`` -1: the draft as a whole)."""
 
     index: int
     source_id: str
     reason: str
+    kind: ClaimErrorKind = "other"
 
 
 class ConflictSide(_Value):
@@ -397,15 +436,24 @@ class QueryRewritten(Event):
     standalone: str
     resolved: dict[str, str] = Field(default_factory=dict)
     turns: tuple[str, ...] = ()
+    by: Literal["model", "rules"] = "rules"
+    """Who read the follow-up: the chat model, or the offline rules."""
+    fallback: ErrorInfo | None = None
+    """The model's failure, when a model is configured and the rules stood in."""
 
 
 class RunFallback(Event):
-    """The run switched paths (e.g. agent -> one-shot RAG) and says why."""
+    """The run switched paths (e.g. agent -> one-shot RAG) and says why.
+
+    ``error`` is the failure behind the switch when one caused it (the planner's
+    model call: its model, HTTP status, timeout); ``reason`` says it in words.
+    """
 
     type: Literal["run.fallback"] = "run.fallback"
     from_mode: str
     to_mode: str
     reason: str
+    error: ErrorInfo | None = None
 
 
 class ActorFailed(Event):
@@ -436,11 +484,16 @@ class ToolCall(_Value):
 
 
 class QueryStat(_Value):
-    """A search the run made and what it brought (``new_evidence`` 0: nothing new)."""
+    """A search the run made and what it brought (``new_evidence`` 0: nothing new).
+
+    ``chunk_ids`` are the passages it returned (after reranking, in order), those seen
+    before included: a well-aimed search that only found known passages still says so.
+    """
 
     query: str
     hits: int = 0
     new_evidence: int = 0
+    chunk_ids: tuple[str, ...] = ()
 
 
 class KeyPoint(_Value):
@@ -473,6 +526,7 @@ class PlanRequested(Event):
     remaining_tool_calls: int | None = None
     remaining_s: float | None = None
     remaining_pages: int | None = None
+    remaining_tokens: int | None = None
     # context compression (budget ``compress_context``): the round's new key points, and
     # the chunks shown in full (recalled, or cited again); the rest is shown compact
     compressed: bool = False
@@ -780,6 +834,8 @@ class BudgetTick(Event):
     max_tool_calls: int | None = None
     max_tokens: int | None = None
     deadline_s: float | None = None
+    read_tokens: int = 0
+    max_read_tokens: int | None = None
     priority: ClassVar[Priority] = Priority.PROGRESS
 
 
@@ -787,7 +843,7 @@ class BudgetExhausted(Event):
     """A budget ran out; the run must finalize."""
 
     type: Literal["budget.exhausted"] = "budget.exhausted"
-    resource: Literal["steps", "tool_calls", "tokens", "wall_clock"]
+    resource: Literal["steps", "tool_calls", "tokens", "read_tokens", "wall_clock"]
     used: float = 0.0
     limit: float = 0.0
     priority: ClassVar[Priority] = Priority.ESSENTIAL
@@ -853,12 +909,33 @@ class AnswerDelta(Event):
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
+class AnswerabilityRequested(Event):
+    """The run asks the model judge whether the chosen evidence answers the question.
+
+    Sent only where a chat model judges sufficiency; ``hint_*`` is the offline
+    rules' verdict, shown to the model as a hint it may overrule.
+    """
+
+    type: Literal["answerability.requested"] = "answerability.requested"
+    replies: ClassVar[tuple[str, ...]] = ("answerability.judged",)
+    handled_by: ClassVar[str] = "judge"
+    operation: ClassVar[str] = "judge"
+    request_kind: ClassVar[RequestKind] = "model"
+
+    evidence_ids: tuple[str, ...] = ()
+    hint_verdict: Literal["answerable", "partial", "unanswerable", ""] = ""
+    hint_missing: tuple[str, ...] = ()
+
+
 class AnswerabilityJudged(Event):
     """Before writing, the run judged whether the chosen evidence answers the question.
 
     ``verdict`` is ``answerable`` (every part covered), ``partial`` (some parts
     covered, ``missing`` names the rest) or ``unanswerable``; ``searches`` are
-    the follow-up queries the run makes for the missing parts, if any.
+    the follow-up queries the run makes for the missing parts, if any. ``by``
+    says who judged: the chat model, or the offline rules (``fallback``: the
+    model's failure when the rules stood in for it). A model's verdict also
+    lists the disagreements it saw among the passages (``conflicts``).
     """
 
     type: Literal["answerability.judged"] = "answerability.judged"
@@ -868,6 +945,10 @@ class AnswerabilityJudged(Event):
     missing: tuple[str, ...] = ()
     reason: str = ""
     searches: tuple[str, ...] = ()
+    by: Literal["model", "offline"] = "offline"
+    model: str = ""
+    conflicts: tuple[Conflict, ...] = ()
+    fallback: ErrorInfo | None = None
 
 
 class ConflictDetected(Event):
@@ -936,6 +1017,12 @@ class AnswerDrafted(Event):
     attempt: int = 1
     mode: WriteMode = "answer"
     tokens: int = 0
+    answer_index: int | None = None
+    """The claim that states the answer (the writer marks it; ``None``: the first)."""
+    fallback: ErrorInfo | None = None
+    """The chat writer's failure, when the offline writer wrote this draft instead."""
+    notes: tuple[str, ...] = ()
+    """What the writer saw odd in its model's reply (cut at the token limit, bad ids)."""
     # the model call behind the draft, when a model wrote it (offline writers: "" and 0)
     model: str = ""
     input_tokens: int = 0
@@ -944,17 +1031,24 @@ class AnswerDrafted(Event):
 
 
 class VerifyFailed(Event):
-    """The verifier rejected a draft (too few valid claims), with the exact reasons."""
+    """The verifier rejected a draft (too few valid claims, or the answer claim), with the
+    exact reasons; ``judge_fallback``: the judge's failure when the offline check stood in."""
 
     type: Literal["verify.failed"] = "verify.failed"
     errors: tuple[ClaimError, ...]
     attempt: int = 1
     kept: tuple[Claim, ...] = ()
+    judge_fallback: ErrorInfo | None = None
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
 class AnswerVerified(Event):
-    """Every kept claim cites registered evidence and its quote was found there."""
+    """Every kept claim cites registered evidence and its quote was found there.
+
+    ``errors`` names every dropped claim with its typed reason; ``answer_index`` is
+    the kept claim that states the answer; ``judged_by`` says who judged support
+    (``judge_fallback``: the judge's failure when the offline check stood in).
+    """
 
     type: Literal["answer.verified"] = "answer.verified"
     text: str
@@ -962,6 +1056,10 @@ class AnswerVerified(Event):
     lead: str = ""
     dropped: int = 0
     attempt: int = 1
+    errors: tuple[ClaimError, ...] = ()
+    answer_index: int | None = None
+    judged_by: Literal["model", "offline"] = "offline"
+    judge_fallback: ErrorInfo | None = None
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
@@ -1062,6 +1160,7 @@ for _cls in (
     BudgetExtensionRefused,
     PointRecalled,
     AnswerDelta,
+    AnswerabilityRequested,
     AnswerabilityJudged,
     AnswerRequested,
     AnswerDrafted,

@@ -160,15 +160,19 @@ class OpenAIChatClient:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
 
-        return await retry_call(
-            lambda: self._attempt(body, deadline, on_delta, prompt_chars),
-            retryable=lambda exc: isinstance(exc, ChatError) and exc.retryable,
-            retries=self.max_retries,
-            deadline=deadline,
-            backoff_s=self._backoff_s,
-            max_backoff_s=self._max_backoff_s,
-            sleep=self._sleep,
-        )
+        try:
+            return await retry_call(
+                lambda: self._attempt(body, deadline, on_delta, prompt_chars),
+                retryable=lambda exc: isinstance(exc, ChatError) and exc.retryable,
+                retries=self.max_retries,
+                deadline=deadline,
+                backoff_s=self._backoff_s,
+                max_backoff_s=self._max_backoff_s,
+                sleep=self._sleep,
+            )
+        except ChatTimeout as exc:  # say which deadline ran out (the call's, not a caller's)
+            exc.timeout_s = budget
+            raise
 
     def _body(self, request: ChatRequest) -> dict[str, Any]:
         """The JSON body sent for ``request`` (``extra_body`` merged last)."""
@@ -242,6 +246,12 @@ class OpenAIChatClient:
             what = "the stream stalled" if acc.started else "no answer"
             raise ChatTimeout(
                 f"{self.url}: {what} within the timeout",
+                partial=acc.content(),
+                streamed=acc.started,
+            ) from exc
+        except aiohttp.ClientPayloadError as exc:
+            raise ChatConnectionError(
+                f"{self.url}: the reply stream was cut off before it ended",
                 partial=acc.content(),
                 streamed=acc.started,
             ) from exc

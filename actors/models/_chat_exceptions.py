@@ -56,6 +56,7 @@ class ChatError(ModelError, RuntimeError):
         self.streamed = bool(partial) if streamed is None else streamed
         # Trying again may help only for a retryable kind, and only if nothing streamed yet.
         self.retryable = self.retryable_kind and not self.streamed
+        self.timeout_s: float | None = None  # the call's deadline, when it ran out of it
 
 
 class ChatAuthError(ChatError, PermissionError):

@@ -6,7 +6,9 @@ numpy; no models.
 
 from ._chunking import TextChunk, chunk_text, split_sentences
 from ._keywords import (
+    ABBREVIATIONS,
     CAPITALISED_NAME,
+    CJK,
     DEMONYMS,
     NEGATIONS,
     STOPWORDS,
@@ -29,7 +31,9 @@ from ._simhash import DedupResult, NearDuplicateIndex, dedup_chunks, hamming, si
 from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url, url_host, url_key
 
 __all__ = [
+    "ABBREVIATIONS",
     "CAPITALISED_NAME",
+    "CJK",
     "CLEAN_MARKUP_VERSION",
     "DEFAULT_RECENT_DAYS",
     "DEMONYMS",

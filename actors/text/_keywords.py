@@ -15,7 +15,9 @@ from collections.abc import Set as AbstractSet
 import Stemmer
 
 __all__ = [
+    "ABBREVIATIONS",
     "CAPITALISED_NAME",
+    "CJK",
     "DEMONYMS",
     "NEGATIONS",
     "STOPWORDS",
@@ -34,6 +36,10 @@ CAPITALISED_NAME = re.compile(
 "Guns N' Roses" (capitalised words, joined by the small words names hold)."""
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
+
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+"""One CJK character (kana, Han, Hangul): scripts written without spaces, where a character
+counts as a word for lengths and budgets."""
 
 _STOPWORDS_TEXT = """
     a about above after again against all am an and any are aren't as at be because been
@@ -69,6 +75,26 @@ DEMONYMS: frozenset[str] = frozenset(
     """.split()  # noqa: SIM905
 )
 """Nationality and origin adjectives (lower case): names of no page, values of "nationality"."""
+
+ABBREVIATIONS: dict[str, tuple[str, ...]] = {
+    "us": ("united states", "america", "american"),
+    "usa": ("united states of america", "united states", "america", "american"),
+    "uk": ("united kingdom", "britain", "great britain", "british"),
+    "gb": ("great britain", "britain", "british"),
+    "eu": ("european union",),
+    "un": ("united nations",),
+    "ussr": ("soviet union", "soviet"),
+    "uae": ("united arab emirates", "emirati"),
+    "tv": ("television",),
+    "pc": ("personal computer",),
+    "pm": ("prime minister",),
+    "mp": ("member of parliament",),
+    "ceo": ("chief executive officer", "chief executive"),
+    "phd": ("doctor of philosophy", "doctorate"),
+}
+"""Common English abbreviations (lower case, dots dropped) and the forms they stand for; an
+acronym spelled by initials ("United States Navy": USN) needs no entry. A paraphrase writes
+one for the other: neither is a new name."""
 
 _local = threading.local()
 
