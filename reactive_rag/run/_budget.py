@@ -25,6 +25,7 @@ class Budget:
     model_call_s: float = 30.0  # cap on one model call
     tool_call_s: float = 20.0  # cap on one tool call
     max_tokens: int = 60_000  # tokens reported by model servers
+    max_read_tokens: int = 200_000  # passage text the run's models were shown (estimated)
     max_consecutive_reads: int = 2  # reads in a row once evidence is held
     final_evidence: int = 5  # chunks given to the writer
     shortlist: int = 20  # chunks the final rerank keeps for the selector to choose from

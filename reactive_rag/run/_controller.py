@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from actors import Actor, ActorContext
 from streams import (
     ActorFailed,
+    AnswerabilityRequested,
     AnswerDrafted,
     AnswerRequested,
     Event,
@@ -44,7 +45,8 @@ from ._machine import FINAL_RERANK_ID, Command, Finish, Phase, RunState, fall_ba
 __all__ = ["RunController"]
 
 _TOOL_REQUESTS = (SearchRequested, ReadRequested, ScrapeRequested, RerankRequested)
-_REQUESTS = (*_TOOL_REQUESTS, PlanRequested, SelectionRequested, AnswerRequested)
+_REQUESTS = (*_TOOL_REQUESTS, PlanRequested, SelectionRequested, AnswerabilityRequested,
+             AnswerRequested)
 """Commands another actor answers: issued again on resume only while the machine waits."""
 _ENVELOPE = {"run_id": "", "seq": 0, "ts": 0.0, "actor": "", "cause": None}
 
@@ -56,7 +58,7 @@ class RunController(Actor):
     handles = (
         "run.started", "plan.decided", "search.completed", "search.failed", "read.completed",
         "read.failed", "page.scraped", "scrape.failed", "rerank.completed", "rerank.failed",
-        "evidence.selected",
+        "evidence.selected", "answerability.judged",
         "answer.drafted", "answer.verified", "verify.failed", "budget.exhausted", "actor.failed",
         "run.resumed",
     )
@@ -211,6 +213,8 @@ class RunController(Actor):
                 return latest(RerankRequested, ours, call_id=FINAL_RERANK_ID)
             case Phase.CHOOSING:
                 return latest(SelectionRequested, ours)
+            case Phase.JUDGING:
+                return latest(AnswerabilityRequested, ours)
             case Phase.WRITING:
                 return latest(AnswerRequested, ours, attempt=state.write_attempt)
             case Phase.VERIFYING:

@@ -35,10 +35,11 @@ from typing import Literal
 from pydantic import ValidationError
 
 from actors.rerank import Credibility
-from actors.text import url_host, url_key
+from actors.text import CJK, url_host, url_key
 from streams import (
     ActorFailed,
     AnswerabilityJudged,
+    AnswerabilityRequested,
     AnswerDrafted,
     AnswerRequested,
     AnswerVerified,
@@ -50,6 +51,9 @@ from streams import (
     Claim,
     ClaimError,
     Conflict,
+    ConflictDetected,
+    ConflictSide,
+    ErrorInfo,
     Event,
     EvidenceChunk,
     EvidenceRegistered,
@@ -121,6 +125,7 @@ class Phase(enum.Enum):
     ACTING = "acting"  # tool calls (or their reranks) are in flight
     SELECTING = "selecting"  # the final rerank shortlists the evidence against the question
     CHOOSING = "choosing"  # the selector picks the writer's evidence from the shortlist
+    JUDGING = "judging"  # answerability.requested is out: the model judges the evidence
     WRITING = "writing"  # answer.requested is out; waiting for answer.drafted
     VERIFYING = "verifying"  # a draft is out; waiting for answer.verified / verify.failed
     DONE = "done"  # terminal: a Finish command was issued
@@ -189,6 +194,7 @@ class RunState:
     steps: int = 0
     tool_calls: int = 0
     tokens: int = 0
+    read_tokens: int = 0  # passage text given to the models (estimated: 4 characters a token)
     round: int = 0
     queue: tuple[ToolCall, ...] = ()
     in_flight: tuple[InFlight, ...] = ()  # dispatch order
@@ -218,6 +224,11 @@ class RunState:
     failed_calls: int = 0
     last_failure: str = ""
     judged: Answerability | None = None
+    model_judges: bool = False  # a chat model judges sufficiency (answerability.requested)
+    hint: Answerability | None = None  # the offline verdict shown to the model judge
+    model_conflicts: tuple[Conflict, ...] | None = None  # what the model judge saw disagree
+    fallback_reason: str = ""  # why the run switched to one-shot RAG (said in the outcome)
+    notes: tuple[str, ...] = ()  # what stood in for a failed model (said in the outcome)
     selects: bool = False  # a selector actor picks the writer's evidence (agent runs)
     conflicts: tuple[Conflict, ...] = ()
     points: tuple[KeyPoint, ...] = ()  # key points shown to the planner (compress_context)
@@ -252,6 +263,7 @@ def initial_state(
     selects: bool = False,
     judgement: Judgement | None = None,
     credibility: Credibility | None = None,
+    model_judges: bool = False,
 ) -> RunState:
     """A fresh run waiting for its ``run.started``.
 
@@ -261,11 +273,15 @@ def initial_state(
     ``selects``: an agent run asks a selector (``selection.requested``) to pick
     the writer's evidence from the final rerank's shortlist; otherwise the
     rerank's top ``final_evidence`` are used.
+
+    ``model_judges``: a chat model decides sufficiency (and lists conflicts) through
+    ``answerability.requested``; the offline verdict is only its hint, and stands in
+    when the model fails.
     """
     return RunState(mode=mode, question=question, budget=budget or Budget(),
                     collections=tuple(collections), selects=selects,
                     judgement=judgement or Judgement(),
-                    credibility=credibility)
+                    credibility=credibility, model_judges=model_judges)
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -309,7 +325,8 @@ def _tick(state: RunState) -> BudgetTick:
     return BudgetTick(steps=state.steps, tool_calls=state.tool_calls, tokens=state.tokens,
                       elapsed_s=round(state.elapsed_s, 3), max_steps=b.max_steps,
                       max_tool_calls=b.max_tool_calls, max_tokens=b.max_tokens,
-                      deadline_s=b.wall_s)
+                      deadline_s=b.wall_s, read_tokens=state.read_tokens,
+                      max_read_tokens=b.max_read_tokens)
 
 
 def _done(state: RunState, finish: Finish, out: list[Command]) -> _Step:
@@ -374,6 +391,8 @@ def step(state: RunState, event: Event) -> _Step:
             return _on_selecting(state, event, out)
         case Phase.CHOOSING:
             return _on_choosing(state, event, out)
+        case Phase.JUDGING:
+            return _on_judging(state, event, out)
         case Phase.WRITING:
             return _on_writing(state, event, out)
         case Phase.VERIFYING:
@@ -381,16 +400,22 @@ def step(state: RunState, event: Event) -> _Step:
     return state, out
 
 
-def fall_back_to_rag(state: RunState, reason: str) -> _Step:
-    """Switch an agent run to the one-shot path (once) after an orchestration error."""
+def fall_back_to_rag(state: RunState, reason: str, error: ErrorInfo | None = None) -> _Step:
+    """Switch an agent run to the one-shot path (once) after an orchestration error or a
+    planner failure (``error``: the model call's failure, typed); the outcome says why."""
     if state.phase is Phase.DONE:
         return state, []
-    out: list[Command] = [RunFallback(from_mode=state.mode, to_mode="rag", reason=reason)]
+    reason = reason.strip() or "the agent loop failed for an unknown reason"
+    out: list[Command] = [RunFallback(
+        from_mode=state.mode, to_mode="rag", error=error,
+        reason=f"{reason}; answering by one-shot retrieval (search the question, rerank, "
+               "write) instead")]
     if state.fell_back or state.mode == "rag":
         if state.evidence:
             return _select(replace(state, queue=(), in_flight=()), "finalize", out)
         return _done(state, Finish("failed", reason=f"orchestration failed twice: {reason}"), out)
-    state = replace(state, mode="rag", fell_back=True, queue=(), in_flight=(), after_calls=None)
+    state = replace(state, mode="rag", fell_back=True, queue=(), in_flight=(), after_calls=None,
+                    fallback_reason=reason)
     if state.evidence:
         return _select(state, "answer", out)
     state = replace(state, queue=(ToolCall(id="rag-fallback", tool="search",
@@ -407,6 +432,8 @@ def _request_plan(state: RunState, out: list[Command]) -> _Step:
         return _exhausted(state, "steps", out, announce=True)
     if state.tokens >= b.max_tokens:
         return _exhausted(state, "tokens", out, announce=True)
+    if state.read_tokens >= b.max_read_tokens:
+        return _exhausted(state, "read_tokens", out, announce=True)
     if state.elapsed_s >= b.wall_s:
         return _exhausted(state, "wall_clock", out, announce=True)
     new_points: tuple[KeyPoint, ...] = ()
@@ -428,6 +455,7 @@ def _request_plan(state: RunState, out: list[Command]) -> _Step:
         remaining_tool_calls=b.max_tool_calls - state.tool_calls,
         remaining_s=round(state.remaining_s, 3),
         remaining_pages=b.max_pages - len(state.pages),
+        remaining_tokens=max(0, b.max_tokens - state.tokens),
         compressed=b.compress_context, points=new_points,
         expanded=tuple(i for i in state.evidence if i in state.expanded),
         can_extend=can_extend, covered=covered, newly_covered=newly, missing=missing,
@@ -472,7 +500,7 @@ def _on_planning(state: RunState, event: Event, out: list[Command]) -> _Step:
         state = replace(state, queue=tuple(calls), phase=Phase.ACTING)
         return _dispatch(state, out)
     if isinstance(event, ActorFailed) and event.request_type == "plan.requested":
-        return fall_back_to_rag(state, f"planner failed: {event.error.kind}: {event.error.message}")
+        return fall_back_to_rag(state, event.error.describe(), event.error)
     return state, out
 
 
@@ -865,7 +893,8 @@ def _apply(state: RunState, flight: InFlight, result: CallResult,
         state = replace(state, failed_calls=state.failed_calls + 1, last_failure=result.failure)
     if flight.call.tool == "search":
         state = replace(state, queries=(*state.queries, QueryStat(
-            query=flight.query, hits=result.hits, new_evidence=len(state.evidence) - before)))
+            query=flight.query, hits=result.hits, new_evidence=len(state.evidence) - before,
+            chunk_ids=tuple(c.id for c in result.chunks))))
     return state
 
 
@@ -886,7 +915,16 @@ def _register(state: RunState, chunks: Sequence[EvidenceChunk],
     for c in new:
         evidence[c.id] = c
     out.append(EvidenceRegistered(chunks=tuple(new)))
-    return replace(state, evidence=evidence)
+    read = sum(read_tokens(c) for c in new)  # every registered chunk is shown to the planner
+    return replace(state, evidence=evidence, read_tokens=state.read_tokens + read)
+
+
+def read_tokens(chunk: EvidenceChunk) -> int:
+    """What showing ``chunk`` to a model costs, estimated: a CJK character a token, else
+    4 characters a token."""
+    text = chunk.title + chunk.text
+    cjk = len(CJK.findall(text))
+    return cjk + (len(text) - cjk + 3) // 4
 
 
 def _note(state: RunState, feedback: Feedback) -> RunState:
@@ -939,7 +977,8 @@ def _end_round(state: RunState, out: list[Command]) -> _Step:
 # --- budget ----------------------------------------------------------------------------------
 
 
-def _exhausted(state: RunState, resource: Literal["steps", "tool_calls", "tokens", "wall_clock"],
+def _exhausted(state: RunState,
+               resource: Literal["steps", "tool_calls", "tokens", "read_tokens", "wall_clock"],
                out: list[Command], *, announce: bool) -> _Step:
     if state.phase in (Phase.SELECTING, Phase.CHOOSING, Phase.WRITING, Phase.VERIFYING):
         return replace(state, exhausted=state.exhausted or resource), out  # already answering
@@ -948,6 +987,7 @@ def _exhausted(state: RunState, resource: Literal["steps", "tool_calls", "tokens
         "steps": (state.steps, b.max_steps),
         "tool_calls": (state.tool_calls, b.max_tool_calls),
         "tokens": (state.tokens, b.max_tokens),
+        "read_tokens": (state.read_tokens, b.max_read_tokens),
         "wall_clock": (state.elapsed_s, b.wall_s),
     }[resource]
     if announce:
@@ -968,7 +1008,7 @@ def _select(state: RunState, mode: WriteMode, out: list[Command]) -> _Step:
                 f"every tool call failed ({state.failed_calls}); last: {state.last_failure}")), out)
         why = (f"the {state.exhausted.replace('_', ' ')} budget ran out before anything relevant "
                "was found") if state.exhausted else "nothing relevant was found"
-        return _done(state, Finish("no_evidence", reason=why), out)
+        return _done(state, Finish("no_evidence", reason=_with_notes(state, why)), out)
     if state.exhausted and mode == "answer":
         mode = "finalize"
     state = replace(state, phase=Phase.SELECTING, write_mode=mode, queue=(), in_flight=(),
@@ -1006,6 +1046,11 @@ def _on_selecting(state: RunState, event: Event,
     k = state.budget.final_evidence
     if isinstance(event, RerankCompleted) and event.call_id == FINAL_RERANK_ID:
         ranked = tuple(c.id for c in event.chunks if c.id in state.evidence)
+        if not ranked and state.model_judges:
+            # The floor is an offline rule (lexical and embedding scores, weak across
+            # languages): where a model judges sufficiency it decides, not the floor.
+            best = sorted(_candidates(state), key=lambda c: -(c.score or 0.0))
+            return _judge(state, tuple(c.id for c in best[:k]), out)
         if not ranked:
             return _done(state, Finish("no_evidence", reason=(
                 "nothing relevant was found: every result scored under the relevance floor")), out)
@@ -1037,18 +1082,78 @@ def _on_choosing(state: RunState, event: Event, out: list[Command]) -> _Step:
 
 
 def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
-    """Ask the answerability judge about the chosen evidence, then act on its verdict."""
+    """Judge whether the chosen evidence answers the question, then act on the verdict.
+
+    With a model judge the offline verdict is only its hint: the request goes out and
+    the model's ``answerability.judged`` decides (:func:`_on_judging`).
+    """
     judge = state.judgement.sufficiency
-    if judge is None:
+    hint = None
+    if judge is not None:
+        hint = judge(state.question, [state.evidence[i] for i in ids],
+                     tuple(state.evidence.values()))
+    if state.model_judges:
+        out.append(AnswerabilityRequested(
+            evidence_ids=ids, hint_verdict=hint.verdict if hint is not None else "",
+            hint_missing=hint.missing if hint is not None else ()))
+        return replace(state, phase=Phase.JUDGING, selected=ids, hint=hint), out
+    if hint is None:
         return _write(state, ids, out)
-    chosen = [state.evidence[i] for i in ids]
-    judged = judge(state.question, chosen, tuple(state.evidence.values()))
+    return _on_verdict(state, ids, hint, out, announce=True)
+
+
+def _on_judging(state: RunState, event: Event, out: list[Command]) -> _Step:
+    ids = state.selected
+    if isinstance(event, AnswerabilityJudged) and event.by == "model":
+        judged = Answerability(verdict=event.verdict, answer_type=event.answer_type,
+                               covered=event.covered, missing=event.missing,
+                               reason=event.reason, searches=event.searches)
+        conflicts = tuple(_weighed(state, c) for c in event.conflicts)
+        return _on_verdict(replace(state, model_conflicts=conflicts), ids, judged, out,
+                           announce=False)
+    if isinstance(event, ActorFailed) and event.request_type == "answerability.requested":
+        # The model could not judge: the offline rules stand in, and the stream says so.
+        why = event.error.describe()
+        hint = state.hint
+        if hint is None:
+            out.append(AnswerabilityJudged(
+                verdict="answerable", by="offline", fallback=event.error,
+                reason=f"not judged ({why}); the writer decides from the evidence"))
+            return _write(replace(state, notes=(*state.notes, f"sufficiency not judged: {why}")),
+                          ids, out)
+        state = replace(state, notes=(*state.notes, f"sufficiency judged offline: {why}"))
+        return _on_verdict(state, ids, hint, out, announce=True, fallback=event.error)
+    return state, out
+
+
+def _weighed(state: RunState, conflict: Conflict) -> Conflict:
+    """A model's conflict with each side's credibility, the most credible side preferred."""
+    cred = state.credibility
+    sides: list[ConflictSide] = []
+    for side in conflict.sides:
+        chunk = state.evidence.get(side.chunk_id)
+        if chunk is None:
+            continue
+        weight = cred.weight(chunk) if cred is not None else side.credibility
+        sides.append(side.model_copy(update={"credibility": weight, "title": chunk.title}))
+    best = max(range(len(sides)), key=lambda n: sides[n].credibility) if sides else None
+    tied = best is not None and sum(s.credibility == sides[best].credibility for s in sides) > 1
+    return Conflict(subject=conflict.subject, attribute=conflict.attribute, sides=tuple(sides),
+                    preferred=None if tied else best)
+
+
+def _on_verdict(state: RunState, ids: tuple[str, ...], judged: Answerability,
+                out: list[Command], *, announce: bool, fallback: ErrorInfo | None = None
+                ) -> _Step:
+    """Act on a sufficiency verdict: search for the missing part, write, or abstain."""
     extra = tuple(i for i in judged.extra_ids if i in state.evidence and i not in ids)
     ids = ids + extra[: max(0, state.budget.final_evidence + 2 - len(ids))]
     searches = _gap_searches(state, judged) if judged.verdict != "answerable" else ()
-    out.append(AnswerabilityJudged(
-        verdict=judged.verdict, answer_type=judged.answer_type, covered=judged.covered,
-        missing=judged.missing, reason=judged.reason, searches=searches))
+    if announce:
+        out.append(AnswerabilityJudged(
+            verdict=judged.verdict, answer_type=judged.answer_type, covered=judged.covered,
+            missing=judged.missing, reason=judged.reason, searches=searches,
+            fallback=fallback))
     state = replace(state, judged=judged)
     if searches:
         calls = tuple(ToolCall(id=f"gap{state.gap_rounds + 1}-{i}", tool="search",
@@ -1062,7 +1167,8 @@ def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
         ran_out = (f"; the {state.exhausted.replace('_', ' ')} budget ran out"
                    if state.exhausted else "")
         why = judged.reason or "the evidence found does not answer the question"
-        return _done(state, Finish("no_evidence", reason=f"{why}{ran_out}"), out)
+        return _done(state, Finish("no_evidence", reason=_with_notes(state, f"{why}{ran_out}")),
+                     out)
     return _write(state, ids, out)
 
 
@@ -1086,7 +1192,10 @@ def _write(state: RunState, ids: tuple[str, ...], out: list[Command],
     mode: WriteMode = "repair" if errors else state.write_mode
     conflicts = state.conflicts
     check = state.judgement.conflicts
-    if not errors and check is not None:  # disagreements among the writer's evidence, once
+    if not errors and state.model_conflicts is not None:  # the model judge listed them
+        conflicts = tuple(c for c in state.model_conflicts if len(c.sides) >= 2)
+        out.extend(ConflictDetected.of(c) for c in conflicts)
+    elif not errors and check is not None:  # disagreements among the writer's evidence, once
         events, conflicts = check(state.question, state.evidence, ids, state.credibility)
         out.extend(events)
     out.append(AnswerRequested(mode=mode, attempt=attempt, evidence_ids=ids, errors=errors,
@@ -1098,22 +1207,33 @@ def _write(state: RunState, ids: tuple[str, ...], out: list[Command],
 def _on_writing(state: RunState, event: Event, out: list[Command]) -> _Step:
     if isinstance(event, AnswerDrafted) and event.attempt == state.write_attempt:
         state = replace(state, tokens=state.tokens + max(0, event.tokens), phase=Phase.VERIFYING)
+        if event.fallback is not None:
+            state = _noted(state, "written by the offline extractive writer: "
+                           + event.fallback.describe())
         return state, out
     if isinstance(event, ActorFailed) and event.request_type == "answer.requested":
-        return _after_bad_draft(state, (ClaimError(index=-1, source_id="", reason=(
-            f"writer failed: {event.error.kind}: {event.error.message}")),), out)
+        return _after_bad_draft(state, (ClaimError(index=-1, source_id="", kind="writer_failed",
+                                                   reason=event.error.describe()),), out)
     return state, out
+
+
+def _noted(state: RunState, note: str) -> RunState:
+    """Remember once what stood in for a failed model (the outcome's reason says it)."""
+    return state if note in state.notes else replace(state, notes=(*state.notes, note))
 
 
 def _on_verifying(state: RunState, event: Event,
                   out: list[Command]) -> _Step:
+    if isinstance(event, AnswerVerified | VerifyFailed) and event.judge_fallback is not None:
+        state = _noted(state, "claims checked by the offline support rules: "
+                       + event.judge_fallback.describe())
     if isinstance(event, AnswerVerified) and event.attempt == state.write_attempt:
         return _done(state, _answered(state, event), out)
     if isinstance(event, VerifyFailed) and event.attempt == state.write_attempt:
-        return _after_bad_draft(state, event.errors, out)
+        return _after_bad_draft(state, event.errors, out, kept=event.kept)
     if isinstance(event, ActorFailed) and event.request_type == "answer.drafted":
-        return _after_bad_draft(state, (ClaimError(index=-1, source_id="", reason=(
-            f"verifier failed: {event.error.kind}: {event.error.message}")),), out)
+        return _after_bad_draft(state, (ClaimError(index=-1, source_id="", kind="verifier_failed",
+                                                   reason=event.error.describe()),), out)
     return state, out
 
 
@@ -1136,16 +1256,34 @@ def _answered(state: RunState, verified: AnswerVerified) -> Finish:
                      "evidence gathered")
             reason = f"{reason}; {limit}" if reason else limit
     answer = "\n\n".join([verified.text, *notes]) if notes else verified.text
-    return Finish(outcome, reason=reason, answer=answer, claims=verified.claims)
+    return Finish(outcome, reason=_with_notes(state, reason), answer=answer,
+                  claims=verified.claims)
+
+
+def _with_notes(state: RunState, reason: str) -> str:
+    """The outcome's reason plus what stood in for a failed model on the way."""
+    said = [reason] if reason else []
+    if state.fallback_reason:
+        said.append(f"the agent loop fell back to one-shot retrieval: {state.fallback_reason}")
+    return "; ".join([*said, *state.notes])
 
 
 def _after_bad_draft(state: RunState, errors: tuple[ClaimError, ...],
-                     out: list[Command]) -> _Step:
+                     out: list[Command], kept: tuple[Claim, ...] = ()) -> _Step:
     if state.write_attempt < 2:
         return _write(state, state.selected, out, errors=errors)
     reasons = "; ".join(e.reason for e in errors[:3])
-    return _done(state, Finish("degraded", reason=(
-        f"evidence was found but no answer passed verification twice ({reasons})")), out)
+    lost = next((e for e in errors if e.kind == "answer_dropped"), None)
+    if lost is not None and kept:
+        # The claim stating the answer failed twice: what was verified is shown, as partial.
+        text = " ".join(f"{c.statement.strip()} [{n}]" for n, c in enumerate(kept, 1))
+        note = ("Partial answer: the statement that answered the question could not be "
+                "verified against its source; only the verified statements are shown.")
+        return _done(state, Finish("partial", reason=_with_notes(state, (
+            f"partial answer: the answer claim failed verification twice ({lost.reason})")),
+            answer=f"{text}\n\n{note}", claims=kept), out)
+    return _done(state, Finish("degraded", reason=_with_notes(state, (
+        f"evidence was found but no answer passed verification twice ({reasons})"))), out)
 
 
 def _point_chunks(points: Iterable[KeyPoint], chunk_ids: Iterable[str]) -> frozenset[str]:

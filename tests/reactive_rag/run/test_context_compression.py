@@ -261,7 +261,7 @@ async def test_an_offline_run_with_compression_still_answers(index: CorpusIndex,
 def test_query_stats_keep_their_shape_in_a_compressed_request() -> None:
     _, request = _after_round_one()
     assert request.queries == (QueryStat(query="Diamond Head Classic MVP", hits=2,
-                                         new_evidence=2),)
+                                         new_evidence=2, chunk_ids=("classic#0", "kings#0")),)
 
 
 async def test_a_compressed_run_folds_back_to_the_same_points_and_views(
