@@ -1,4 +1,4 @@
-"""The agent's host actors: planner, selector, writer, verifier and reader.
+"""The agent's host actors: planner, selector, sufficiency judge, writer, verifier, reader.
 
 Each actor hosts a policy or check behind a typed seam: the planner and writer policies
 (:mod:`reactive_rag.judgement`, offline or chat-backed), the loop check, and
@@ -11,6 +11,7 @@ from ._actors import (
     LoopVerdictLike,
     PlannerActor,
     SelectorActor,
+    SufficiencyActor,
     VerificationLike,
     VerifierActor,
     VerifyFunction,
@@ -20,7 +21,7 @@ from ._actors import (
 from ._reader import ReaderActor
 from ._verifier import (
     DEFAULT_SUPPORT_THRESHOLD,
-    AsyncEntailmentModel,
+    EntailmentJudge,
     EntailmentModel,
     QuoteMatch,
     Verification,
@@ -34,7 +35,7 @@ from ._verifier import (
 
 __all__ = [
     "DEFAULT_SUPPORT_THRESHOLD",
-    "AsyncEntailmentModel",
+    "EntailmentJudge",
     "EntailmentModel",
     "LoopCheck",
     "LoopVerdictLike",
@@ -42,6 +43,7 @@ __all__ = [
     "QuoteMatch",
     "ReaderActor",
     "SelectorActor",
+    "SufficiencyActor",
     "Verification",
     "VerificationLike",
     "VerifierActor",

@@ -12,18 +12,22 @@ hands its policy the policy's declared hooks (:class:`PlannerHooks`,
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import inspect
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Literal, Protocol
 
 from actors import Actor, ActorContext
 from reactive_rag.judgement import (
+    Answerability,
     Decision,
+    ModelBacked,
     PlannerBase,
     PlannerHooks,
     PlannerPolicy,
     PlannerView,
+    SufficiencyJudge,
     WriterBase,
     WriterHooks,
     WriterPolicy,
@@ -31,12 +35,16 @@ from reactive_rag.judgement import (
 )
 from reactive_rag.judgement.offline import conflict_claims, named_hops, select_evidence
 from streams import (
+    ActorFailed,
+    AnswerabilityJudged,
+    AnswerabilityRequested,
     AnswerDelta,
     AnswerDrafted,
     AnswerRequested,
     AnswerVerified,
     Claim,
     ClaimError,
+    ErrorInfo,
     Event,
     EvidenceChunk,
     EvidenceRegistered,
@@ -56,13 +64,18 @@ from streams import (
     VerifyFailed,
 )
 
+from ._failures import model_failure
 from ._verifier import lead_is_backed
+
+FALLBACK_WRITER_S = 10.0
+"""Time kept back for the offline writer when the chat writer fails or stalls."""
 
 __all__ = [
     "LoopCheck",
     "LoopVerdictLike",
     "PlannerActor",
     "SelectorActor",
+    "SufficiencyActor",
     "VerificationLike",
     "VerifierActor",
     "VerifyFunction",
@@ -130,6 +143,11 @@ class _RunView:
             self.absorb(event)
 
 
+def _model_of(policy: PlannerPolicy | WriterPolicy) -> str:
+    """The chat model behind a policy, if one is (named in its failures)."""
+    return policy.model_name if isinstance(policy, ModelBacked) else ""
+
+
 def _planner_hooks(policy: PlannerPolicy) -> PlannerHooks:
     """The policy's resume hooks; no-op ones for a policy that declares none."""
     return policy if isinstance(policy, PlannerHooks) else PlannerBase()
@@ -148,10 +166,11 @@ class PlannerActor(Actor):
                "plan.requested")
 
     def __init__(self, policy: PlannerPolicy, *, loop_guard: LoopCheck | None = None,
-                 timeout_s: float = 30.0) -> None:
+                 timeout_s: float = 30.0, web: bool = False) -> None:
         self.policy = policy
         self.loop_guard = loop_guard
         self.timeout_s = timeout_s
+        self.web = web  # the run searches the web: its policy may open pages and filter
         self.view = _RunView()
         self.reads: list[str] = []
         self.pages: list[str] = []
@@ -178,6 +197,11 @@ class PlannerActor(Actor):
             for r in decision.rejected
         ]
         return rejected + self._reply(msg, decision, history, planner_context_tokens(view))
+
+    def on_failure(self, msg: Event, exc: BaseException) -> Event | None:
+        """A planner failure names the model, its HTTP status or the time it was given."""
+        return ActorFailed(request_type=msg.type, error=model_failure(
+            exc, role="planner", model=_model_of(self.policy), timeout_s=self.timeout_s))
 
     def _note(self, msg: ReadRequested | ScrapeRequested) -> None:
         if msg.call_id:
@@ -208,6 +232,7 @@ class PlannerActor(Actor):
             points=tuple(self.points.values()) if msg.compressed else (),
             compressed=msg.compressed, expanded=msg.expanded, can_extend=msg.can_extend,
             covered=msg.covered, newly_covered=msg.newly_covered, missing=msg.missing,
+            web=self.web, remaining_tokens=msg.remaining_tokens,
         )
         return view, history
 
@@ -354,7 +379,14 @@ class SelectorActor(Actor):
 
 
 class WriterActor(Actor):
-    """Asks a :class:`WriterPolicy` for a draft from the selected evidence, streaming it.
+    """Asks a :class:`WriterPolicy` for a draft from the selected evidence.
+
+    Nothing is streamed from here: a draft is not yet verified, so its text reaches a
+    viewer only through the verifier (``answer.delta`` per kept claim). With a
+    ``fallback`` (the offline writer behind a chat writer), a policy that fails or
+    stalls past ``timeout_s`` is replaced for that draft by the fallback, from the
+    same evidence, and the draft carries the failure (``answer.drafted`` ``fallback``);
+    ``fallback_s`` more is kept for it.
 
     When the request carries conflicts (the evidence disagrees on what was
     asked), one claim per side (:func:`~reactive_rag.run.conflict_claims`) is
@@ -372,9 +404,14 @@ class WriterActor(Actor):
     handles = ("run.started", "evidence.registered", "answer.requested")
     finalizes = True
 
-    def __init__(self, policy: WriterPolicy, *, timeout_s: float = 30.0) -> None:
+    def __init__(self, policy: WriterPolicy, *, timeout_s: float = 30.0,
+                 fallback: WriterPolicy | None = None,
+                 fallback_s: float = FALLBACK_WRITER_S) -> None:
         self.policy = policy
-        self.timeout_s = timeout_s
+        self.fallback = fallback
+        self.fallback_s = fallback_s if fallback is not None else 0.0
+        self.policy_timeout_s = timeout_s
+        self.timeout_s = timeout_s + self.fallback_s
         self.view = _RunView()
         self._own = 0  # the policy's claims in the last draft (conflict claims follow)
         self._appended: tuple[int, ...] = ()  # conflict index of each appended claim
@@ -385,27 +422,38 @@ class WriterActor(Actor):
             return None
         assert isinstance(msg, AnswerRequested)
         evidence = [self.view.evidence[i] for i in msg.evidence_ids if i in self.view.evidence]
-
-        def emit_delta(text: str, claim_index: int | None) -> None:
-            ctx.emit(AnswerDelta(text=text, claim_index=claim_index), msg)
-
         errors = self._policy_errors(msg)
         sides = self._conflict_claims(msg)
-        draft = await self.policy.write(self.view.question, evidence, mode=msg.mode,
-                                        errors=errors, emit_delta=emit_delta)
+        failed: ErrorInfo | None = None
+        try:
+            async with asyncio.timeout(self.policy_timeout_s if self.fallback else None):
+                draft = await self.policy.write(self.view.question, evidence, mode=msg.mode,
+                                                errors=errors)
+        except Exception as exc:  # the chat writer failed: the offline one writes instead
+            if self.fallback is None:
+                raise
+            failed = model_failure(exc, role="writer", model=_model_of(self.policy),
+                                   timeout_s=self.policy_timeout_s)
+            draft = await self.fallback.write(self.view.question, evidence, mode=msg.mode,
+                                              errors=())
         claims = list(draft.claims)
         text = draft.text
         self._own = len(claims)
         for _, claim in sides:
-            piece = f"{' ' if text else ''}{claim.statement.strip()} [{len(claims) + 1}]"
-            emit_delta(piece, len(claims))
-            text += piece
+            text += f"{' ' if text else ''}{claim.statement.strip()} [{len(claims) + 1}]"
             claims.append(claim)
         self._appended = tuple(n for n, _ in sides)
         return [AnswerDrafted(text=text, claims=tuple(claims), attempt=msg.attempt,
                               mode=msg.mode, tokens=draft.tokens, lead=draft.lead,
                               model=draft.model, input_tokens=draft.input_tokens,
-                              output_tokens=draft.output_tokens)]
+                              output_tokens=draft.output_tokens,
+                              answer_index=draft.answer_index, fallback=failed,
+                              notes=tuple(draft.notes))]
+
+    def on_failure(self, msg: Event, exc: BaseException) -> Event | None:
+        """A writer failure names the model and, for a stall, the time it was given."""
+        return ActorFailed(request_type=msg.type, error=model_failure(
+            exc, role="writer", model=_model_of(self.policy), timeout_s=self.timeout_s))
 
     def _policy_errors(self, msg: AnswerRequested) -> tuple[ClaimError, ...]:
         """The errors about the policy's own claims; refused conflict claims are noted."""
@@ -451,7 +499,7 @@ class WriterActor(Actor):
 
 
 class VerificationLike(Protocol):
-    """The verifier's verdict on a draft."""
+    """The verifier's verdict on a draft (see :class:`~._verifier.Verification`)."""
 
     @property
     def kept(self) -> Sequence[Claim]: ...
@@ -461,6 +509,15 @@ class VerificationLike(Protocol):
 
     @property
     def passed(self) -> bool: ...
+
+    @property
+    def kept_answer_index(self) -> int | None: ...
+
+    @property
+    def judged_by(self) -> Literal["model", "offline"]: ...
+
+    @property
+    def judge_failure(self) -> ErrorInfo | None: ...
 
 
 class VerifyFunction(Protocol):
@@ -472,12 +529,17 @@ class VerifyFunction(Protocol):
 
     def __call__(
         self, claims: Sequence[Claim], registry: Mapping[str, EvidenceChunk], /, *,
-        question: str,
+        question: str, answer_index: int | None,
     ) -> VerificationLike | Awaitable[VerificationLike]: ...
 
 
 class VerifierActor(Actor):
-    """Checks every claim of a draft against this run's evidence and question, in code."""
+    """Checks every claim of a draft against this run's evidence and question, in code.
+
+    Only verified text reaches a viewer: the answer's deltas (``answer.delta``) are
+    published here, one per kept claim, just before ``answer.verified``; a draft
+    that fails shows nothing, and every dropped claim is in the verdict's errors.
+    """
 
     name = "verifier"
     handles = ("run.started", "evidence.registered", "answer.drafted")
@@ -495,16 +557,72 @@ class VerifierActor(Actor):
         if self.view.absorb(msg):
             return None
         assert isinstance(msg, AnswerDrafted)
-        outcome = self.verify(msg.claims, self.view.evidence, question=self.view.question)
+        outcome = self.verify(msg.claims, self.view.evidence, question=self.view.question,
+                              answer_index=msg.answer_index)
         result: VerificationLike = await outcome if inspect.isawaitable(outcome) else outcome
         if result.passed:
             kept = tuple(result.kept)
             lead = msg.lead if msg.lead and lead_is_backed(msg.lead, kept,
                                                            self.view.evidence) else ""
-            return [AnswerVerified(text=render_answer(kept, lead), claims=kept, lead=lead,
-                                   dropped=len(msg.claims) - len(kept), attempt=msg.attempt)]
-        return [VerifyFailed(errors=tuple(result.errors), attempt=msg.attempt,
-                             kept=tuple(result.kept))]
+            deltas: list[Event] = [AnswerDelta(text=lead.strip(), claim_index=None)] \
+                if lead.strip() else []
+            for n, claim in enumerate(kept):
+                gap = " " if n or lead.strip() else ""
+                deltas.append(AnswerDelta(text=f"{gap}{claim.statement.strip()} [{n + 1}]",
+                                          claim_index=n))
+            return [*deltas, AnswerVerified(
+                text=render_answer(kept, lead), claims=kept, lead=lead,
+                dropped=len(msg.claims) - len(kept), attempt=msg.attempt,
+                errors=tuple(result.errors), answer_index=result.kept_answer_index,
+                judged_by=result.judged_by, judge_fallback=result.judge_failure)]
+        errors = tuple(result.errors)
+        if not errors:  # nothing was dropped: the draft had no claim at all
+            said = "; ".join(msg.notes) or "the writer found nothing in the evidence to cite"
+            errors = (ClaimError(index=-1, source_id="", kind="empty",
+                                 reason=f"the draft has no claims ({said})"),)
+        return [VerifyFailed(errors=errors, attempt=msg.attempt,
+                             kept=tuple(result.kept), judge_fallback=result.judge_failure)]
+
+
+class SufficiencyActor(Actor):
+    """Asks a model judge whether the chosen evidence answers the question (the model decides).
+
+    The offline rules' verdict rides along as a hint the model may overrule; a
+    judge that fails answers with ``actor.failed`` naming the model and what went
+    wrong, and the run then lets the offline verdict stand in (saying so).
+    """
+
+    name = "judge"
+    handles = ("run.started", "evidence.registered", "answerability.requested")
+    finalizes = True
+
+    def __init__(self, judge: SufficiencyJudge, *, timeout_s: float = 30.0) -> None:
+        self.judge = judge
+        self.timeout_s = timeout_s
+        self.view = _RunView()
+
+    def on_restore(self, events: Sequence[Event]) -> None:
+        """Rebuild the question and evidence registry from a run's stored events."""
+        self.view.restore(events)
+
+    async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
+        if self.view.absorb(msg):
+            return None
+        assert isinstance(msg, AnswerabilityRequested)
+        passages = [self.view.evidence[i] for i in msg.evidence_ids if i in self.view.evidence]
+        hint = (Answerability(verdict=msg.hint_verdict, missing=msg.hint_missing)
+                if msg.hint_verdict else None)
+        found = await self.judge.judge(self.view.question, passages, hint)
+        judged = found.judged
+        return [AnswerabilityJudged(
+            verdict=judged.verdict, answer_type=judged.answer_type, covered=judged.covered,
+            missing=judged.missing, reason=judged.reason, searches=judged.searches,
+            by="model", model=self.judge.name, conflicts=found.conflicts)]
+
+    def on_failure(self, msg: Event, exc: BaseException) -> Event | None:
+        """A judge failure names the model and, for a stall, the time it was given."""
+        return ActorFailed(request_type=msg.type, error=model_failure(
+            exc, role="sufficiency judge", model=self.judge.name, timeout_s=self.timeout_s))
 
 
 def render_answer(claims: Sequence[Claim], lead: str = "") -> str:

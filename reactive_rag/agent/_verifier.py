@@ -17,38 +17,38 @@ this run's registry, with an optional entailment model on top:
 4. if the quote fails in the cited chunk but occurs in another registered
    chunk, the error names that chunk ("quote found in X, not in Y") so a
    repair can fix the id instead of inventing a new quote;
-5. the statement must be supported by its quote, with the rest of the chunk
-   (title included) as context: :func:`~._support.support_score` (offline,
-   lexical) >= ``support_threshold``; a statement that adds a year, drops a
-   "not", names someone else or flips a direction is dropped with what it
-   changed ("statement not supported by its quote: adds 1951"); with an
-   :class:`~._support_head.EmbeddingSupport` (the engine passes one built on
-   its MiniLM embedder) that score is multiplied by a learned embedding factor
-   (<= 1, so it can only make the check stricter);
-6. with a question, every claim must bear on it: its statement, quote and
-   chunk title share a content word with the question, or it is about
-   something another kept claim of the same draft names (the second hop of a
-   multi-hop answer: "He was born in 1950" from the chunk titled after the
-   person the first claim names);
-7. with an :class:`EntailmentModel` (or an :class:`AsyncEntailmentModel`, such
-   as a chat model acting as judge, through :func:`verify_async`), the quote
-   must entail the statement too; a model that fails drops the claim, with its
-   error as the reason, rather than letting it through unchecked.
+5. who judges support: with a model judge (:class:`SupportJudge`, e.g. a chat
+   model: :class:`~reactive_rag.judgement.model.ChatSupportJudge`), the model sees
+   every remaining claim with the question, the cited passage and its title, in
+   ONE call per draft, and decides; code checks only what it can prove (1-4).
+   Without one, or when it fails (said in the verdict), the offline rules judge:
+   the statement must be supported by its quote, with the rest of the chunk
+   (title included) as context (:func:`~._support.support_score` >=
+   ``support_threshold``, times an optional learned embedding factor), and every
+   claim must bear on the question: its statement, quote and chunk title share a
+   content word with it, or it is about something another kept claim of the same
+   draft names (the second hop of a multi-hop answer);
+6. the claim the writer marked as stating the answer must be kept, else the draft
+   fails (and is repaired once) however many other claims passed.
+
+Every dropped claim is a :class:`ClaimError` with a typed ``kind``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from rapidfuzz import fuzz
 
-from actors.text import NEGATIONS, content_terms, tokenize
+from actors.text import CJK, NEGATIONS, content_terms, tokenize
+from reactive_rag.judgement import JudgeError, SupportItem, SupportJudge, SupportVerdict
 from reactive_rag.judgement.offline import (
     DEFAULT_SUPPORT_WEIGHTS,
     LEAD_WORDS,
@@ -56,13 +56,15 @@ from reactive_rag.judgement.offline import (
     SupportWeights,
     support_score,
 )
-from streams import Claim, ClaimError, EvidenceChunk
+from streams import Claim, ClaimError, ClaimErrorKind, ErrorInfo, EvidenceChunk
+
+from ._failures import model_failure
 
 _log = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_SUPPORT_THRESHOLD",
-    "AsyncEntailmentModel",
+    "EntailmentJudge",
     "EntailmentModel",
     "QuoteMatch",
     "Verification",
@@ -150,6 +152,11 @@ def _critical(tokens: Iterable[str]) -> list[str]:
     return [t for t in tokens if _NUMBER.search(t) or t in _NEGATIONS]
 
 
+def _word_count(normalized: str) -> int:
+    """Words of a normalised text, each CJK character counted as one (CJK has no spaces)."""
+    return sum(max(1, len(CJK.findall(token))) for token in normalized.split())
+
+
 @dataclass(frozen=True, slots=True)
 class QuoteMatch:
     """How a quote matched a chunk: ``kind`` is ``"exact"``, ``"fuzzy"`` or ``"none"``."""
@@ -193,7 +200,7 @@ def match_quote(
 def _match_elided(
     parts: list[str], chunk_text: str, fuzzy_threshold: float, min_quote_words: int
 ) -> QuoteMatch:
-    total = sum(len(normalize_text(p).split()) for p in parts)
+    total = sum(_word_count(normalize_text(p)) for p in parts)
     if total < min_quote_words:
         return QuoteMatch("none", 0.0, f"quote too short ({total} words, need {min_quote_words})")
     c = normalize_text(chunk_text)
@@ -221,9 +228,10 @@ def _match_one(
     q_tokens = q.split()
     if not q_tokens:
         return QuoteMatch("none", 0.0, "empty quote")
-    if len(q_tokens) < min_quote_words and q != c:
+    words = _word_count(q)
+    if words < min_quote_words and q != c:
         return QuoteMatch(
-            "none", 0.0, f"quote too short ({len(q_tokens)} words, need {min_quote_words})"
+            "none", 0.0, f"quote too short ({words} words, need {min_quote_words})"
         )
     if f" {q} " in f" {c} " or _light(quote) in _light(chunk_text):
         return QuoteMatch("exact", 1.0)
@@ -263,9 +271,9 @@ def _match_one(
 class EntailmentModel(Protocol):
     """Scores how strongly ``premise`` supports ``hypothesis`` (0..1, higher = supports).
 
-    No model ships offline; a user plugs in a local NLI model
-    behind this protocol, or a model server behind :class:`AsyncEntailmentModel`
-    (:class:`~._chat_entailment.ChatEntailment`: a chat model as judge).
+    No model ships offline; a user plugs in a local NLI model behind this
+    protocol (:class:`EntailmentJudge` makes it a :class:`SupportJudge`), or a chat
+    model as judge (:class:`~reactive_rag.judgement.model.ChatSupportJudge`).
     """
 
     def score(self, premise: str, hypothesis: str) -> float:
@@ -273,22 +281,33 @@ class EntailmentModel(Protocol):
         ...
 
 
-@runtime_checkable
-class AsyncEntailmentModel(Protocol):
-    """An entailment model that has to wait for its answer (a model server, a chat judge).
+class EntailmentJudge:
+    """A local entailment model as a :class:`SupportJudge`: each quote must entail its claim."""
 
-    Used by :func:`verify_async` (the verifier actor awaits it); any exception it
-    raises drops the claim being checked, with the error as the reason.
-    """
+    def __init__(self, model: EntailmentModel, *, threshold: float = 0.5,
+                 name: str = "entailment") -> None:
+        self.model = model
+        self.threshold = threshold
+        self.name = name
 
-    async def ascore(self, premise: str, hypothesis: str) -> float:
-        """Probability-like support score (0..1) of ``hypothesis`` given ``premise``."""
-        ...
+    async def judge(self, question: str, items: Sequence[SupportItem]) -> list[SupportVerdict]:
+        """Score every item in a worker thread (a local model is CPU work)."""
+        def scores() -> list[float]:
+            return [float(self.model.score(i.quote, i.statement)) for i in items]
+
+        out: list[SupportVerdict] = []
+        for item, score in zip(items, await asyncio.to_thread(scores), strict=True):
+            ok = score >= self.threshold
+            out.append(SupportVerdict(item.index, "supported" if ok else "unsupported", (
+                "" if ok else f"quote does not support the statement "
+                f"(entailment {score:.2f} < {self.threshold:.2f})")))
+        return out
 
 
 @dataclass(frozen=True, slots=True)
 class VerifyPolicy:
-    """When a draft passes: >= ``min_kept`` claims kept, <= ``max_dropped_ratio`` dropped."""
+    """When a draft passes: >= ``min_kept`` claims kept, <= ``max_dropped_ratio`` dropped,
+    and the claim the writer marked as stating the answer kept."""
 
     min_kept: int = 1
     max_dropped_ratio: float = 0.5
@@ -302,23 +321,41 @@ class VerifyPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Verification:
-    """The verifier's verdict on one draft: claims kept, errors for the dropped ones."""
+    """The verifier's verdict on one draft: claims kept, errors for the dropped ones.
+
+    ``answer_index`` is the draft's claim that states the answer (``None``: not
+    marked); a draft whose answer claim was dropped does not pass, whatever else
+    was kept. ``judged_by`` says who judged support; ``judge_failure`` is the
+    model judge's failure when the offline rules stood in for it.
+    """
 
     kept: list[Claim]
     errors: list[ClaimError]
     total: int = 0
     policy: VerifyPolicy = field(default_factory=VerifyPolicy)
     kept_indices: tuple[int, ...] = ()
+    answer_index: int | None = None
+    judged_by: Literal["model", "offline"] = "offline"
+    judge_failure: ErrorInfo | None = None
 
     @property
     def passed(self) -> bool:
         """Whether the draft may be committed (see :class:`VerifyPolicy`)."""
+        if self.answer_index is not None and self.answer_index not in self.kept_indices:
+            return False
         return self.policy.passes(len(self.kept), self.total)
 
     @property
     def dropped(self) -> int:
         """How many claims failed a check."""
         return self.total - len(self.kept)
+
+    @property
+    def kept_answer_index(self) -> int | None:
+        """The answer claim's index among the kept claims."""
+        if self.answer_index is None or self.answer_index not in self.kept_indices:
+            return None
+        return self.kept_indices.index(self.answer_index)
 
 
 def _find_elsewhere(
@@ -345,6 +382,8 @@ def _find_elsewhere(
     return exact or fuzzy
 
 
+_Failure = tuple[ClaimErrorKind, str]
+
 
 def verify(
     claims: Sequence[Claim],
@@ -359,8 +398,9 @@ def verify(
     entailment_threshold: float = 0.5,
     min_quote_words: int = 3,
     policy: VerifyPolicy | None = None,
+    answer_index: int | None = None,
 ) -> Verification:
-    """Check every claim against this run's evidence registry (and the question).
+    """Check every claim against this run's evidence registry (and the question), offline.
 
     Args:
         claims: the draft's claims, in order (error indices refer to this order).
@@ -373,10 +413,11 @@ def verify(
         support_weights: the support score's weights.
         support_model: optional embedding factor on the support score (None: lexical
             score alone).
-        entailment: optional model; when given, the quote must entail the statement.
+        entailment: optional local model; when given, the quote must entail the statement too.
         entailment_threshold: minimum entailment score.
         min_quote_words: quotes shorter than this are too weak to verify anything.
         policy: when the draft as a whole passes.
+        answer_index: the claim that states the answer (it must be kept for a pass).
 
     Returns:
         The kept claims (in order) and one :class:`ClaimError` per dropped claim.
@@ -384,17 +425,19 @@ def verify(
     if support_model is not None and support_threshold > 0.0 and \
             not _prepare(support_model, claims):
         support_model = None
-    reasons = _code_checks(claims, registry, question=question,
-                           fuzzy_threshold=fuzzy_threshold,
-                           support_threshold=support_threshold,
-                           support_weights=support_weights, support_model=support_model,
-                           min_quote_words=min_quote_words)
+    checks = _Checks(registry, question, fuzzy_threshold, support_threshold, support_weights,
+                     support_model, min_quote_words)
+    failures = checks.provable(claims)
+    checks.offline_support(claims, failures)
     if entailment is not None:
         for index, claim in enumerate(claims):
-            if reasons[index] is None:
-                reasons[index] = _entailment_reason(
-                    entailment.score(claim.quote, claim.statement), entailment_threshold)
-    return _verdict(claims, reasons, policy)
+            if failures[index] is None:
+                score = entailment.score(claim.quote, claim.statement)
+                if score < entailment_threshold:
+                    failures[index] = ("unsupported", (
+                        f"quote does not support the statement (entailment {score:.2f} < "
+                        f"{entailment_threshold:.2f})"))
+    return _verdict(claims, failures, policy, answer_index)
 
 
 async def verify_async(
@@ -402,55 +445,61 @@ async def verify_async(
     registry: Mapping[str, EvidenceChunk],
     *,
     question: str = "",
-    entailment: EntailmentModel | AsyncEntailmentModel | None = None,
-    entailment_threshold: float = 0.5,
+    judge: SupportJudge | None = None,
     fuzzy_threshold: float = 0.9,
     support_threshold: float = DEFAULT_SUPPORT_THRESHOLD,
     support_weights: SupportWeights = DEFAULT_SUPPORT_WEIGHTS,
     support_model: EmbeddingSupport | None = None,
     min_quote_words: int = 3,
     policy: VerifyPolicy | None = None,
+    answer_index: int | None = None,
 ) -> Verification:
-    """:func:`verify`, with an entailment model that may be asynchronous.
+    """:func:`verify` with a model judge: the model decides support, code what it can prove.
 
-    The checks in code run first; the model then judges only the claims that
-    passed them, concurrently. A model call that raises drops its claim with
-    ``"entailment check failed: <error>"``: a claim is never kept unjudged.
-    The ``support_model``'s embeddings are computed in a worker thread.
+    Code checks only what it can prove (the id was registered, the quote occurs in
+    the chunk, the quote is long enough); then ``judge`` sees every remaining claim
+    with the question, the cited passage and its title, in ONE call. Without a
+    judge, or when the judge fails (its failure is kept in ``judge_failure``), the
+    offline support rules judge instead: a claim is never kept unjudged, and a judge
+    outage never fails a draft by itself. The ``support_model``'s embeddings are
+    computed in a worker thread.
     """
-    if support_model is not None and support_threshold > 0.0 and \
-            not await asyncio.to_thread(_prepare, support_model, claims):
-        support_model = None
-    reasons = _code_checks(claims, registry, question=question,
-                           fuzzy_threshold=fuzzy_threshold,
-                           support_threshold=support_threshold,
-                           support_weights=support_weights, support_model=support_model,
-                           min_quote_words=min_quote_words)
-    if entailment is not None:
-        todo = [i for i, r in enumerate(reasons) if r is None]
-        judged = await asyncio.gather(
-            *(_entail(entailment, claims[i]) for i in todo), return_exceptions=True)
-        for i, outcome in zip(todo, judged, strict=True):
-            if isinstance(outcome, BaseException):
-                if not isinstance(outcome, Exception):
-                    raise outcome
-                detail = str(outcome) or type(outcome).__name__
-                reasons[i] = f"entailment check failed: {detail}"
-            else:
-                reasons[i] = _entailment_reason(outcome, entailment_threshold)
-    return _verdict(claims, reasons, policy)
+    checks = _Checks(registry, question, fuzzy_threshold, support_threshold, support_weights,
+                     support_model, min_quote_words)
+    failures = checks.provable(claims)
+    failure: ErrorInfo | None = None
+    if judge is not None:
+        todo = [i for i, f in enumerate(failures) if f is None]
+        try:
+            verdicts = await judge.judge(question, [checks.item(i, claims[i]) for i in todo])
+            by_index = {v.index: v for v in verdicts}
+            for i in todo:
+                verdict = by_index.get(i)
+                if verdict is None:
+                    raise JudgeError(f"the support judge gave no verdict for claim {i}",
+                                     model=judge.name, role="support judge")
+            for i in todo:
+                failures[i] = _judged(by_index[i])
+            return _verdict(claims, failures, policy, answer_index, judged_by="model")
+        except Exception as exc:  # any judge failure: the offline rules judge, and it is said
+            failure = model_failure(exc, role="support judge", model=judge.name)
+    if checks.support_model is not None and support_threshold > 0.0 and \
+            not await asyncio.to_thread(_prepare, checks.support_model, claims):
+        checks.support_model = None
+    checks.offline_support(claims, failures)
+    return _verdict(claims, failures, policy, answer_index, judge_failure=failure)
 
 
-async def _entail(model: EntailmentModel | AsyncEntailmentModel, claim: Claim) -> float:
-    if isinstance(model, AsyncEntailmentModel):
-        return float(await model.ascore(claim.quote, claim.statement))
-    return float(model.score(claim.quote, claim.statement))
-
-
-def _entailment_reason(score: float, threshold: float) -> str | None:
-    if score >= threshold:
-        return None
-    return f"quote does not support the statement (entailment {score:.2f} < {threshold:.2f})"
+def _judged(verdict: SupportVerdict) -> _Failure | None:
+    why = f": {verdict.reason}" if verdict.reason else ""
+    match verdict.label:
+        case "supported":
+            return None
+        case "off_question":
+            return "off_question", f"the judge found the claim off the question{why}"
+        case "contradicted":
+            return "unsupported", f"the judge found the passage contradicts the statement{why}"
+    return "unsupported", f"the judge found the statement unsupported by its passage{why}"
 
 
 def _prepare(model: EmbeddingSupport, claims: Sequence[Claim]) -> bool:
@@ -469,98 +518,139 @@ def _prepare(model: EmbeddingSupport, claims: Sequence[Claim]) -> bool:
 
 
 def _verdict(
-    claims: Sequence[Claim], reasons: Sequence[str | None], policy: VerifyPolicy | None
+    claims: Sequence[Claim], failures: Sequence[_Failure | None], policy: VerifyPolicy | None,
+    answer_index: int | None, *, judged_by: Literal["model", "offline"] = "offline",
+    judge_failure: ErrorInfo | None = None,
 ) -> Verification:
-    kept = [c for c, r in zip(claims, reasons, strict=True) if r is None]
+    kept = [c for c, f in zip(claims, failures, strict=True) if f is None]
+    errors = [ClaimError(index=i, source_id=claims[i].source_id, kind=f[0], reason=f[1])
+              for i, f in enumerate(failures) if f is not None]
+    if answer_index is not None and not 0 <= answer_index < len(claims):
+        answer_index = None
+    if answer_index is not None and (lost := failures[answer_index]) is not None:
+        errors.append(ClaimError(index=-1, source_id=claims[answer_index].source_id,
+                                 kind="answer_dropped", reason=(
+                                     f"claim {answer_index}, which states the answer, was "
+                                     f"dropped: {lost[1]}")))
     return Verification(
         kept=kept,
-        errors=[ClaimError(index=i, source_id=claims[i].source_id, reason=r)
-                for i, r in enumerate(reasons) if r is not None],
+        errors=errors,
         total=len(claims),
         policy=policy or VerifyPolicy(),
-        kept_indices=tuple(i for i, r in enumerate(reasons) if r is None),
+        kept_indices=tuple(i for i, f in enumerate(failures) if f is None),
+        answer_index=answer_index,
+        judged_by=judged_by,
+        judge_failure=judge_failure,
     )
 
 
-def _code_checks(
-    claims: Sequence[Claim],
-    registry: Mapping[str, EvidenceChunk],
-    *,
-    question: str,
-    fuzzy_threshold: float,
-    support_threshold: float,
-    support_weights: SupportWeights,
-    support_model: EmbeddingSupport | None,
-    min_quote_words: int,
-) -> list[str | None]:
-    if not 0.0 < fuzzy_threshold <= 1.0:
-        raise ValueError("fuzzy_threshold must be in (0, 1]")
-    if not 0.0 <= support_threshold <= 1.0:
-        raise ValueError("support_threshold must be in [0, 1]")
-    reasons = [
-        _check(claim, registry, fuzzy_threshold=fuzzy_threshold,
-               support_threshold=support_threshold, support_weights=support_weights,
-               support_model=support_model, min_quote_words=min_quote_words)
-        for claim in claims
-    ]
-    if question.strip():
-        alive = [i for i, r in enumerate(reasons) if r is None]
-        relevant = bearing_on_question(question, [claims[i] for i in alive], registry)
-        for i, ok in zip(alive, relevant, strict=True):
-            if not ok:
-                reasons[i] = "claim does not bear on the question"
-    return reasons
+@dataclass(slots=True)
+class _Checks:
+    """The verifier's checks over one run's registry, in the order they run."""
 
+    registry: Mapping[str, EvidenceChunk]
+    question: str
+    fuzzy_threshold: float
+    support_threshold: float
+    support_weights: SupportWeights
+    support_model: EmbeddingSupport | None
+    min_quote_words: int
 
-def _check(
-    claim: Claim,
-    registry: Mapping[str, EvidenceChunk],
-    *,
-    fuzzy_threshold: float,
-    support_threshold: float,
-    support_weights: SupportWeights,
-    support_model: EmbeddingSupport | None,
-    min_quote_words: int,
-) -> str | None:
-    if not claim.statement.strip():
-        return "empty statement"
-    chunk = registry.get(claim.source_id)
-    if chunk is None:
-        where = _find_elsewhere(
-            claim.quote,
-            claim.source_id,
-            registry,
-            fuzzy_threshold=fuzzy_threshold,
-            min_quote_words=min_quote_words,
-        )
-        hint = f" (quote found in {where})" if where else ""
-        return f"unknown source id {claim.source_id!r}{hint}"
-    m = match_quote(
-        claim.quote, chunk.text, fuzzy_threshold=fuzzy_threshold, min_quote_words=min_quote_words
-    )
-    if not m.ok:
-        if m.reason.startswith(("empty", "quote too short")):
-            return m.reason
-        where = _find_elsewhere(
-            claim.quote,
-            claim.source_id,
-            registry,
-            fuzzy_threshold=fuzzy_threshold,
-            min_quote_words=min_quote_words,
-        )
+    def __post_init__(self) -> None:
+        if not 0.0 < self.fuzzy_threshold <= 1.0:
+            raise ValueError("fuzzy_threshold must be in (0, 1]")
+        if not 0.0 <= self.support_threshold <= 1.0:
+            raise ValueError("support_threshold must be in [0, 1]")
+
+    def item(self, index: int, claim: Claim) -> SupportItem:
+        """What a judge sees of one claim: it, its quote, the cited passage and title."""
+        chunk = self.registry[claim.source_id]
+        return SupportItem(index=index, statement=claim.statement, quote=claim.quote,
+                           source_id=claim.source_id, title=chunk.title, passage=chunk.text)
+
+    def provable(self, claims: Sequence[Claim]) -> list[_Failure | None]:
+        """What code can prove of each claim: a statement, a registered id, a real quote."""
+        return [self._provable(claim) for claim in claims]
+
+    def _provable(self, claim: Claim) -> _Failure | None:
+        if not claim.statement.strip():
+            return "empty", "empty statement"
+        chunk = self.registry.get(claim.source_id)
+        if chunk is None:
+            where = self._elsewhere(claim)
+            hint = f" (quote found in {where})" if where else ""
+            return "unknown_source", f"unknown source id {claim.source_id!r}{hint}"
+        m = match_quote(claim.quote, chunk.text, fuzzy_threshold=self.fuzzy_threshold,
+                        min_quote_words=self.min_quote_words)
+        if m.ok:
+            return None
+        if m.reason.startswith("empty"):
+            return "empty", m.reason
+        if m.reason.startswith("quote too short"):
+            return "quote_too_short", m.reason
+        where = self._elsewhere(claim)
         if where is not None:
-            return f"quote found in {where}, not in {claim.source_id}"
-        return m.reason
-    if support_threshold > 0.0:
+            return "quote_elsewhere", f"quote found in {where}, not in {claim.source_id}"
+        return "quote_not_found", m.reason
+
+    def _elsewhere(self, claim: Claim) -> str | None:
+        return _find_elsewhere(claim.quote, claim.source_id, self.registry,
+                               fuzzy_threshold=self.fuzzy_threshold,
+                               min_quote_words=self.min_quote_words)
+
+    def offline_support(self, claims: Sequence[Claim], failures: list[_Failure | None]) -> None:
+        """The offline judge: statement supported by its quote, and bearing on the question."""
+        if self.support_threshold > 0.0:
+            for index, claim in enumerate(claims):
+                if failures[index] is None:
+                    failures[index] = self._supported(claim)
+        if self.question.strip():
+            alive = [i for i, f in enumerate(failures) if f is None]
+            relevant = bearing_on_question(self.question, [claims[i] for i in alive],
+                                           self.registry)
+            for i, ok in zip(alive, relevant, strict=True):
+                if not ok:
+                    failures[i] = "off_question", "claim does not bear on the question"
+
+    def _supported(self, claim: Claim) -> _Failure | None:
+        chunk = self.registry[claim.source_id]
         context = f"{chunk.title}\n{chunk.text}" if chunk.title else chunk.text
-        support = support_score(claim.statement, claim.quote, context=context,
-                                title=chunk.title, weights=support_weights)
-        if support_model is not None:
-            support = support_model.rescore(support, claim.statement, claim.quote)
-        if support.score < support_threshold:
-            return (f"statement not supported by its quote: {support.explain()} "
-                    f"(support {support.score:.2f} < {support_threshold:.2f})")
-    return None
+        statement = without_verdict(claim.statement)
+        support = support_score(statement, claim.quote, context=context,
+                                title=chunk.title, weights=self.support_weights)
+        if self.support_model is not None:
+            support = self.support_model.rescore(
+                support, statement, _pronoun_resolved(claim.quote, statement, chunk.title))
+        if support.score < self.support_threshold:
+            return "unsupported", (f"statement not supported by its quote: {support.explain()} "
+                                   f"(support {support.score:.2f} < {self.support_threshold:.2f})")
+        return None
+
+
+_VERDICT = re.compile(r"^\s*(?:yes|no|是的|是|不是|否|对|不对)\s*"
+                      r"[:,;.!\u2014\u2013\uff0c\uff1a\u3002-]\s*", re.IGNORECASE)
+
+
+def without_verdict(statement: str) -> str:
+    """A statement without the yes/no that answers the question before it ("No: X was
+    born in 1950" states that X was born in 1950; the "No" is the writer's inference,
+    checked as a lead is, not a negation of the fact)."""
+    rest = _VERDICT.sub("", statement, count=1)
+    return rest if rest.strip() else statement
+
+
+_PRONOUN_START = re.compile(r"^\s*(?:it|he|she|they|this|these)\b", re.IGNORECASE)
+
+
+def _pronoun_resolved(quote: str, statement: str, title: str) -> str:
+    """The quote with a leading pronoun read as the passage's subject, when the statement
+    names it ("It was hosted by ..." under the title the statement starts with): the
+    quote's words then line up with the statement's for the embedding factor."""
+    subject = re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
+    if not subject or not _PRONOUN_START.match(quote) or _PRONOUN_START.match(statement) \
+            or subject.casefold() not in statement.casefold():
+        return quote
+    return _PRONOUN_START.sub(subject, quote, count=1)
 
 
 # --- relevance to the question -------------------------------------------------------
@@ -601,9 +691,10 @@ def bearing_on_question(
 
     A claim bears on the question when its statement, quote and chunk title
     share a content word (not a frame word such as "year" or "name") with it,
-    or, transitively, when it is about what a bearing claim of the same draft
-    talks about (its chunk title or a name it mentions occurs in that claim, or
-    the other way round), or cites the same document. A question without
+    when the passage it quotes holds at least half of the question's content
+    words (two at least), or, transitively, when it is about what a bearing claim of the same draft
+    talks about (its chunk title or a name it mentions occurs in that claim or
+    in that claim's passage, or the other way round), or cites the same document. A question without
     content words makes every claim bear on it.
     """
     wanted = _terms(question) | {t for t in tokenize(question) if t.isdigit()}
@@ -615,7 +706,13 @@ def bearing_on_question(
     subjects = [_subject(c, ch) for c, ch in zip(claims, chunks, strict=True)]
     docs = [(ch.doc_id or ch.id) if ch is not None else c.source_id
             for c, ch in zip(claims, chunks, strict=True)]
-    ok = [_shares(bag, wanted) for bag in bags]
+    passages = [_terms(ch.text) if ch is not None else set() for ch in chunks]
+    enough = max(2, math.ceil(len(wanted) / 2))
+    # a claim bears on the question when it shares a word with it, or when the passage
+    # it quotes holds most of the question's words (the quote is the part of the passage
+    # that names the answer, "X is an American musician", the rest says why it is asked)
+    ok = [_shares(bag, wanted) or len(wanted & passage) >= enough
+          for bag, passage in zip(bags, passages, strict=True)]
     changed = True
     while changed:
         changed = False
@@ -623,11 +720,19 @@ def bearing_on_question(
             if ok[j]:
                 continue
             for i in range(len(claims)):
+                # the next hop: what claim j is about is named by a bearing claim's passage
                 if ok[i] and (docs[i] == docs[j] or subjects[j] & bags[i]
-                              or subjects[i] & bags[j]):
+                              or subjects[i] & bags[j] or _named_in(subjects[j], passages[i])):
                     ok[j] = changed = True
                     break
     return ok
+
+
+def _named_in(subject: set[str], passage: set[str]) -> bool:
+    """Whether a passage names a claim's subject: every term of its title does, or two of
+    its names do (one shared word, "John", is not the same subject)."""
+    shared = subject & passage
+    return bool(subject) and (shared == subject or len(shared) >= 2)
 
 
 _LEAD_STEMS = frozenset(content_terms(" ".join(LEAD_WORDS)))
@@ -640,7 +745,8 @@ def lead_is_backed(lead: str, claims: Sequence[Claim],
     A lead ("Yes: both are American.") is an inference, not a quote: every
     content word of it, apart from the few words that state a verdict
     (``LEAD_WORDS``), must occur in the quotes of the
-    kept claims or the titles of their chunks.
+    kept claims or the titles of their chunks. A bare verdict ("No") rests on
+    the kept claims as they stand.
     """
     if not claims:
         return False
@@ -651,4 +757,4 @@ def lead_is_backed(lead: str, claims: Sequence[Claim],
         if chunk is not None and chunk.title:
             backed |= set(content_terms(chunk.title))
     said = set(content_terms(lead)) - _LEAD_STEMS
-    return bool(said) and said <= backed
+    return said <= backed  # nothing left: a bare verdict ("No"), inferred from the claims

@@ -2,15 +2,27 @@
 
 This package holds the contracts only: the :class:`Judgement` bundle the run machine
 consumes (sufficiency, conflicts, spam, staleness, key points), the typed verdicts,
-and the planner and writer policy protocols. Implementations live below it and are
+the planner and writer policy protocols, and the model judges' protocols (support,
+sufficiency). Implementations live below it and are
 chosen by the engine's assembler: :mod:`reactive_rag.judgement.offline` (rules and
 small fitted heads that run with no model server) and :mod:`reactive_rag.judgement.model`
 (backed by a chat model). The machine never imports an implementation.
 """
 
+from ._judges import (
+    JudgeError,
+    ModelAnswerability,
+    ModelRewriter,
+    SufficiencyJudge,
+    SupportItem,
+    SupportJudge,
+    SupportLabel,
+    SupportVerdict,
+)
 from ._policy import (
     Decision,
     Draft,
+    ModelBacked,
     PlannerBase,
     PlannerHooks,
     PlannerPolicy,
@@ -51,7 +63,11 @@ __all__ = [
     "Draft",
     "FlaggedHit",
     "FollowupRewriter",
+    "JudgeError",
     "Judgement",
+    "ModelAnswerability",
+    "ModelBacked",
+    "ModelRewriter",
     "PlannerBase",
     "PlannerHooks",
     "PlannerPolicy",
@@ -64,6 +80,11 @@ __all__ = [
     "SpamVerdict",
     "StaleCheck",
     "StaleVerdict",
+    "SufficiencyJudge",
+    "SupportItem",
+    "SupportJudge",
+    "SupportLabel",
+    "SupportVerdict",
     "Turn",
     "Verdict",
     "WriterBase",

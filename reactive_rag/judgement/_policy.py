@@ -26,6 +26,7 @@ from streams import (
 __all__ = [
     "Decision",
     "Draft",
+    "ModelBacked",
     "PlannerBase",
     "PlannerHooks",
     "PlannerPolicy",
@@ -58,7 +59,9 @@ class PlannerView:
     (``can_extend``) the run's answerability judge says which parts of the
     question the evidence ``covered``, which the last round ``newly_covered``
     and which are ``missing``; a decision with ``extend=True`` asks for the
-    run's one budget extension.
+    run's one budget extension. ``web`` says whether the run searches the web
+    (only then can pages be opened and searches filtered by date or site);
+    ``remaining_tokens`` is the run's model-token budget left.
     """
 
     question: str
@@ -81,6 +84,10 @@ class PlannerView:
     covered: Sequence[str] = ()
     newly_covered: Sequence[str] = ()
     missing: Sequence[str] = ()
+    web: bool = False
+    """The run searches the web: web results, ``open_page`` and search filters apply."""
+    remaining_tokens: int | None = None
+    """Model tokens the run has left (``None``: no token budget)."""
 
 
 def _words(text: str) -> int:
@@ -139,6 +146,8 @@ class Draft:
     tokens: int = 0
     notes: Sequence[str] = field(default_factory=tuple)
     lead: str = ""  # a direct answer inferred from the claims (checked by the verifier)
+    answer_index: int | None = None
+    """The claim that states the answer (the writer marks it; ``None``: the first claim)."""
     # the model call behind the draft (``ChatWriter``); offline: "" and 0
     model: str = ""
     input_tokens: int = 0
@@ -181,6 +190,16 @@ class PlannerHooks(Protocol):
 
     def restore(self, events: Sequence[Event]) -> None:
         """Rebuild whatever else this policy keeps from the run's stored events."""
+        ...
+
+
+@runtime_checkable
+class ModelBacked(Protocol):
+    """A policy a chat model stands behind: its failures name that model."""
+
+    @property
+    def model_name(self) -> str:
+        """The model's name as sent to its server."""
         ...
 
 

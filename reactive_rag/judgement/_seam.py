@@ -5,10 +5,12 @@ a question, whether results look like spam or are too old, where sources disagre
 and which sentences are a round's key points are judgements of *text*. They reach
 the machine as one :class:`Judgement` value of typed callables, one per decision,
 so the machine imports no implementation: :func:`reactive_rag.judgement.offline.offline_judgement`
-builds today's rules, a chat model can stand behind any one of them, and a family
+builds today's rules, and a family
 left ``None`` is switched off (the machine then proceeds as if nothing was found).
 Every callable must be pure and deterministic: it runs inside the state machine,
-and a resumed run replays it.
+and a resumed run replays it. Decisions a chat model makes (sufficiency, statement
+support, follow-ups) go through actors and events instead (:mod:`._judges`), with these
+rules as their hints and fallbacks.
 """
 
 from __future__ import annotations
@@ -107,7 +109,10 @@ class Judgement:
 
     Attributes:
         sufficiency: does the chosen evidence answer every part of the question
-            (before the writer is asked); off: the writer is always asked.
+            (before the writer is asked); off: the writer is always asked. Where a
+            chat model judges sufficiency (an actor answering ``answerability.requested``:
+            a model call cannot run inside the pure machine), this verdict is only its
+            hint, and stands in when the model fails.
         conflicts: disagreements among the writer's evidence; off: none announced.
         spam: spam and mirror copies among web results; off: every result kept.
         stale: results older than the period asked about; off: never flagged.

@@ -86,7 +86,7 @@ def partial_note(judged: Answerability) -> str:
 def limits_note(resource: str | None) -> str:
     """The plain note under an answer the finalizer built when a budget ran out."""
     what = {"wall_clock": "time", "tool_calls": "tool-call", "steps": "step",
-            "tokens": "token"}.get(resource or "", "")
+            "tokens": "token", "read_tokens": "reading"}.get(resource or "", "")
     budget = f"the {what} budget" if what else "the budget"
     return (f"Note: based on what was found before {budget} ran out; "
             "it may be incomplete.")

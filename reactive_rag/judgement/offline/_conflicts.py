@@ -15,9 +15,14 @@ conflict would be a new kind of wrong answer:
   (not as "X's father", "father of X", "X Airport", with no other name between
   it and the relation word), or, in a chunk titled after the subject, through
   "He"/"She"/"It" or a part of the name at the start of the sentence right
-  after a sentence about the subject;
+  after a sentence about the subject, or, whatever the chunk's title, through
+  "It"/"They"/"The <word>" right after a sentence that names the subject and
+  no other name ("Orion-7 is a language model. The model has ..."; the word
+  one the chunk uses for it: a title word, or what that sentence says it is);
+  such a side quotes both sentences;
 * the value is the one nearest the relation word (after it within 8 words,
-  else before it within 5); hedged ("reportedly", "may"), negated, bounded
+  else before it within 5; the value itself when the relation word is the
+  noun it counts: "130 billion parameters"); hedged ("reportedly", "may"), negated, bounded
   ("over", "before"), ranged ("1815-1852") or alternative ("1815 or 1816")
   values are not read, nor are sentences whose relation words point at
   different values; a name (two words at least, not in quotes or
@@ -31,13 +36,21 @@ conflict would be a new kind of wrong answer:
   not a disagreement (co-founders, successors);
 * both sides must come from different chunks and from chunks of the same
   scope: a chunk titled "Springfield, Illinois" and one titled "Springfield,
-  Massachusetts" are about different subjects.
+  Massachusetts" (or "Springfield (band)") are about different subjects, and
+  so is one titled "Springfield Airport" whose text uses that longer name; a
+  title that only mentions the subject ("Orion-7 review", "Notes on Orion-7")
+  or does not name it at all puts no bound on it, so a blog and the official
+  documentation, titled differently, disagree when both name the subject;
+* the more credible side (``Credibility``: collection, else URL domain) leads
+  and is ``preferred`` when strictly heavier; every side carries its chunk id
+  and quote, and :func:`conflict_claims` makes one cited claim of each.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -215,9 +228,11 @@ def _entities(question: str) -> list[tuple[list[_Tok], str]]:
         initial = i == 0 and (t.low in _WH or t.low in STOPWORDS)
         connector = (bool(current) and t.low in _CONNECTORS and i + 1 < len(toks)
                      and toks[i + 1].cap and question[t.end:toks[i + 1].start].strip() == "")
-        number = (bool(current) and t.text.isdigit()
-                  and question[current[-1].end:t.start].strip() == "")
-        if (t.cap and not initial) or connector or number:
+        gap = question[current[-1].end:t.start] if current else " "
+        number = bool(current) and t.text.isdigit() and gap.strip() == ""
+        # "Orion-7", "GPT-3.5", "Vega-2b": a glued part with a digit belongs to the name
+        glued = bool(current) and gap in ("-", ".") and any(ch.isdigit() for ch in t.text)
+        if (t.cap and not initial) or connector or number or glued:
             current.append(t)
         else:
             if current:
@@ -507,9 +522,15 @@ class _Reader:
             return False
         return not (index == 0 and (t.low in STOPWORDS or t.stem in self.q.relation))
 
-    def read(self, chunk: EvidenceChunk, start: int, end: int, *,
-             follows_subject: bool) -> tuple[_Val, frozenset[int]] | None:
-        """The value this sentence gives for the question, if it plainly gives one."""
+    def read(self, chunk: EvidenceChunk, start: int, end: int, *, follows_subject: bool,
+             after_naming: Callable[[], frozenset[str] | None] | None = None,
+             ) -> tuple[_Val, frozenset[int]] | None:
+        """The value this sentence gives for the question, if it plainly gives one.
+
+        ``after_naming`` (asked only when needed): when the previous sentence of the
+        chunk named the subject and no other name, the words that may stand for it
+        after "The" ("the model"), else None.
+        """
         q = self.q
         text = chunk.text[start:end]
         toks = _tokens(text)
@@ -550,6 +571,13 @@ class _Reader:
         spans = [(_token_at(toks, v.start), _token_at(toks, v.end - 1)) for v in values]
         picks: list[tuple[int, _Val, int]] = []  # (distance, value, anchor)
         for a in anchors:
+            # "130 billion parameters" for "how many parameters": the relation word is
+            # the value's counted noun (its unit), so the value is the one it ends
+            inside = [v for v, (s, e) in zip(values, spans, strict=True)
+                      if s < a <= e and v.unit in q.relation and v.unit not in _KNOWN_UNITS]
+            if inside:
+                picks.append((0, inside[0], a))
+                continue
             after = [(s - a, v) for v, (s, _) in zip(values, spans, strict=True)
                      if a < s <= a + _AFTER]
             before = [(a - e, v) for v, (_, e) in zip(values, spans, strict=True)
@@ -590,7 +618,9 @@ class _Reader:
         allowed = q.entity_words | value_words | {"ad", "bc", "bce", "ce"}
         ok = self._explicit(toks, text, anchor, allowed | self._title_if_subject(chunk))
         if ok is None:
-            ok = self._by_title(chunk, toks, anchor, value_words, follows_subject)
+            ok = (self._by_title(chunk, toks, anchor, value_words, follows_subject)
+                  or (after_naming is not None
+                      and _by_mention(toks, anchor, value_words, after_naming)))
         if not ok:
             return None
         return value, frozenset(asof)
@@ -610,9 +640,14 @@ class _Reader:
         last = best + n - 1
         if min(abs(best - anchor), abs(last - anchor)) > _NEAR_SUBJECT:
             return False
-        # part of a longer name ("Springfield Airport", "New Springfield")
+        # part of a longer name ("Springfield Airport", "New Springfield", "Deluxe 2")
         for j in (best - 1, last + 1):
-            if 0 <= j < len(toks) and toks[j].cap and toks[j].low not in allowed:
+            if not 0 <= j < len(toks):
+                continue
+            # (a number right after the name is part of it even when read as the value)
+            if ((toks[j].cap and toks[j].low not in allowed)
+                    or (j > last and toks[j].text.isdigit()
+                        and toks[j].low not in self.q.entity_words)):
                 gap = (text[toks[j].end:toks[best].start] if j < best
                        else text[toks[last].end:toks[j].start])
                 if gap.strip() == "" and not (j == 0 and toks[j].low in STOPWORDS):
@@ -661,16 +696,119 @@ def _plain_between(text: str, toks: Sequence[_Tok], a: int, b: int, lows: Sequen
             and all(w in STOPWORDS for w in lows[a + 1:b]))
 
 
+def _by_mention(toks: Sequence[_Tok], anchor: int, value_words: set[str],
+                after_naming: Callable[[], frozenset[str] | None]) -> bool:
+    """Right after a sentence naming only the subject: "It has ...", "The model has ...".
+
+    Whatever the chunk's title: the subject is established by the text itself.
+    "The X" stands for the subject only when X is a word the chunk uses for it (a
+    word of its title, or what the naming sentence says it is: "Orion is a model").
+    """
+    if not toks or anchor == 0 or toks[0].low not in _PRONOUNS | {"the"}:
+        return False
+    descriptors = after_naming()
+    if descriptors is None:
+        return False
+    if toks[0].low in _PRONOUNS:
+        begin = 1
+    elif (toks[0].low == "the" and len(toks) > 1 and not toks[1].cap
+          and toks[1].low in descriptors):
+        begin = 2
+    else:
+        return False
+    return all(toks[i].low in STOPWORDS or toks[i].low in value_words
+               for i in range(begin, anchor))
+
+
 def _mentions_subject(q: _Question, chunk: EvidenceChunk, start: int, end: int) -> bool:
     words = {t.low for t in _tokens(chunk.text[start:end])}
     return any(w in words for w in q.subject if w not in STOPWORDS)
 
 
+_IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:a|an|the)\s+((?:[a-z][\w-]*\s+){0,3}[a-z][\w-]*)")
+
+
+def _names_subject_alone(q: _Question, chunk: EvidenceChunk, start: int,
+                         end: int) -> frozenset[str] | None:
+    """The sentence names the subject and no other name: what it may be called next.
+
+    Returns the words "The <word>" may use for the subject in the next sentence (the
+    chunk title's words, and what the sentence says it is: "X is a language model"),
+    or None when the sentence does not name the subject, names it as an owner ("X's
+    founder"), after a preposition ("the album by X"), inside a longer name ("X Mini")
+    or names someone or something else too ("X was compared with Y").
+    """
+    text = chunk.text[start:end]
+    toks = _tokens(text)
+    starts = _find_seq(toks, q.subject)
+    if not starts:
+        return None
+    inside = {i + j for i in starts for j in range(len(q.subject))}
+    for i in starts:
+        nxt = i + len(q.subject)
+        if nxt < len(toks) and toks[nxt].low == "s" and text[toks[nxt].start - 1] in "'\u2019":
+            return None  # "X's teacher model is large. It has ..."
+        if nxt < len(toks) and _joins(text, toks[nxt - 1], toks[nxt]):
+            return None  # "X Mini", "X 2": a longer name
+        if i and toks[i - 1].low in _PREPOSITIONS:
+            return None  # "The third album by X. It was released ...": "it" is the album
+    for i, t in enumerate(toks):
+        if i in inside or not t.cap or t.low in q.entity_words or t.low in _MONTHS:
+            continue
+        if t.low == "i" or (i == 0 and t.low in STOPWORDS):
+            continue
+        return None  # another name: "it" may be that one
+    title_words = set(_title_key(chunk.title))
+    words = {w for w in title_words if w not in STOPWORDS and w not in q.subject}
+    for m in _IS_A.finditer(text):
+        words.update(w.casefold() for w in m.group(1).split())
+    return frozenset(words - STOPWORDS)
+
+
 def _scope(q: _Question, chunk: EvidenceChunk) -> tuple[str, ...]:
-    full = tuple(w.casefold() for w in _WORD.findall(chunk.title))
-    if full and full != q.subject and _find_seq(_tokens(chunk.title), q.subject):
-        return full  # "Springfield, Illinois" is not "Springfield, Massachusetts"
+    """The subject as this chunk's title narrows it; chunks of different scopes never meet.
+
+    "Springfield, Illinois" and "Springfield (Massachusetts)" qualify the subject
+    (a capitalised place after a comma, or anything in parentheses); "Springfield
+    Airport" is a longer name when the chunk's text uses it too. A title that only
+    mentions the subject ("Orion review", "Orion model card", "Notes on Orion") is
+    about the subject itself.
+    """
+    title = " ".join(chunk.title.split())
+    m = re.fullmatch(r"(?P<head>[^,(]*?)\s*(?:\((?P<paren>[^)]*)\)\s*|,\s*(?P<comma>.+))", title)
+    if m:
+        qualifier = m.group("paren") if m.group("paren") is not None else m.group("comma")
+        head = tuple(w.casefold() for w in _WORD.findall(m.group("head")))
+        words = tuple(w.casefold() for w in _WORD.findall(qualifier or ""))
+        if head == q.subject and words and (m.group("paren") is not None
+                                            or qualifier[:1].isupper()):
+            return (*q.subject, "|", *words)  # "Springfield, Illinois"
+    toks = _tokens(title)
+    text_toks: list[_Tok] | None = None
+    for i in _find_seq(toks, q.subject):
+        lo, hi = i, i + len(q.subject) - 1
+        while lo > 0 and _joins(title, toks[lo - 1], toks[lo]):
+            lo -= 1
+        while hi + 1 < len(toks) and _joins(title, toks[hi], toks[hi + 1]):
+            hi += 1
+        if (lo, hi) == (i, i + len(q.subject) - 1):
+            continue
+        name = tuple(t.low for t in toks[lo:hi + 1])
+        if text_toks is None:
+            text_toks = _tokens(chunk.text)
+        if _find_seq(text_toks, name):
+            return name  # the text calls it "Springfield Airport" too: another subject
     return q.subject
+
+
+def _joins(text: str, a: _Tok, b: _Tok) -> bool:
+    """``a`` and ``b`` are two parts of one name: glued, or capitalised words side by side."""
+    gap = text[a.end:b.start]
+    if gap in ("-", "."):
+        return True
+    if gap.strip() != "" or not (a.cap or a.text[:1].isdigit()) or a.low in STOPWORDS:
+        return False
+    return (b.cap and b.low not in STOPWORDS) or b.text.isdigit()  # "Windows 95"
 
 
 # --- conflicts ------------------------------------------------------------------------
@@ -702,20 +840,28 @@ def find_conflicts(
     for order, chunk in enumerate(chunks):
         weight = credibility.weight(chunk) if credibility is not None else 1.0
         scope = _scope(q, chunk)
+        by_title = _title_key(chunk.title) == q.subject
         previous: tuple[int, int] | None = None
         for s, e in split_sentences(chunk.text):
             follows = (previous is None and chunk.position == 0) or (
                 previous is not None and _mentions_subject(q, chunk, *previous))
-            previous = (s, e)
-            got = reader.read(chunk, s, e, follows_subject=follows)
+            naming = (None if previous is None
+                      else functools.partial(_names_subject_alone, q, chunk, *previous))
+            before, previous = previous, (s, e)
+            got = reader.read(chunk, s, e, follows_subject=follows, after_naming=naming)
             if got is None:
                 continue
             value, asof = got
+            start = s
+            if (before is not None and naming is not None and not by_title
+                    and not _find_seq(_tokens(chunk.text[s:e]), q.subject)
+                    and naming() is not None):
+                start = before[0]  # "Orion is a model. It has ...": quote what names it
             key: tuple[object, ...] = (scope,)
             if q.kind == "number":
                 key = (scope, value.unit, asof)
             groups.setdefault(key, []).append(
-                _Reading(chunk, order, s, e, value, scope, asof, weight))
+                _Reading(chunk, order, start, e, value, scope, asof, weight))
     out: list[Conflict] = []
     for readings in groups.values():
         conflict = _resolve(q, readings)
@@ -787,6 +933,21 @@ def _covered(text: str, support: set[str]) -> bool:
     return set(content_terms(text)) <= support
 
 
+_DIGITS = re.compile(r"(?<![^\W\d_])\d+(?:[.,]\d+)*(?![^\W\d_])")
+
+
+def _figures(text: str) -> set[str]:
+    return {m.group().replace(",", "") for m in _DIGITS.finditer(text)}
+
+
+def _figures_hold(statement: str, quote: str, title: str) -> bool:
+    """The verifier finds every figure of ``statement``: in the quote, or, when the quote
+    has no figure the statement leaves out, in the chunk's title too ("7" of "Orion-7")."""
+    said, quoted = _figures(statement), _figures(quote)
+    have = quoted if quoted - said - {"1"} else quoted | _figures(title)
+    return said <= have
+
+
 def conflict_claims(conflicts: Sequence[Conflict]) -> list[Claim]:
     """One claim per side of each conflict, quoting that side's exact sentence.
 
@@ -796,7 +957,10 @@ def conflict_claims(conflicts: Sequence[Conflict]) -> list[Claim]:
     (``... 1815 in “A” [1] but 1816 in “B” [2]``) shows both sides, each cited.
     Every content word of a statement occurs in its quote or its chunk's title
     (the verifier checks statements that way); the subject or attribute is
-    left out of a statement when its quote and title do not use those words.
+    left out of a statement when its quote and title do not use those words,
+    the attribute when the value already says it ("130 billion parameters"),
+    and the title or subject when the verifier would not find a figure of it
+    ("7" of "Orion-7" beside a quote with figures of its own).
     """
     out: list[Claim] = []
     for conflict in conflicts:
@@ -804,11 +968,20 @@ def conflict_claims(conflicts: Sequence[Conflict]) -> list[Claim]:
             support = set(content_terms(side.quote)) | set(content_terms(side.title))
             title = " ".join(side.title.split())
             body = f"{side.value} in \u201c{title}\u201d" if title else side.value
+            if not _figures_hold(body, side.quote, title):
+                body = side.value
             if i:
                 statement = f"but {body}"
             else:
-                lead = [part for part in (conflict.subject, _attribute_in(conflict, side.quote))
-                        if part and _covered(part, support)]
+                attribute = _attribute_in(conflict, side.quote)
+                if set(content_terms(attribute)) <= set(content_terms(side.value)):
+                    attribute = ""
+                lead: list[str] = []
+                for part in (conflict.subject, attribute):
+                    if (part and _covered(part, support)
+                            and _figures_hold(f"{', '.join([*lead, part])}: {body}", side.quote,
+                                              title)):
+                        lead.append(part)
                 statement = f"{', '.join(lead)}: {body}" if lead else body
             out.append(Claim(statement=statement, source_id=side.chunk_id, quote=side.quote))
     return out

@@ -58,7 +58,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from actors.text import NEGATIONS, STOPWORDS, stem, tokenize
+from actors.text import ABBREVIATIONS, CAPITALISED_NAME, NEGATIONS, STOPWORDS, stem, tokenize
 
 __all__ = ["DEFAULT_SUPPORT_WEIGHTS", "SupportScore", "SupportWeights", "support_score"]
 
@@ -337,6 +337,84 @@ def _is_negation(token: str) -> bool:
     return token in _NEGATION_WORDS or token.endswith("n't")
 
 
+def _name_negations(raw: str, other: str = "") -> list[str]:
+    """Negating words that are part of a name or title: capitalised after a sentence's
+    first word ("a song called I Don't Wanna Know", "the band No Doubt"), inside quotes,
+    or opening a capitalised name the ``other`` text writes too ("No Doubt recorded")."""
+    out: list[str] = []
+    for name in CAPITALISED_NAME.finditer(raw):
+        words = name.group().split()
+        if len(words) >= 2 and _is_negation(words[0].lower().replace("\u2019", "'")) \
+                and name.start() == len(raw) - len(raw.lstrip()) and name.group() in other:
+            out.append(words[0].lower().replace("\u2019", "'"))
+    for quoted in _QUOTED.finditer(raw):
+        out += [t for t in tokenize(quoted.group(1)) if _is_negation(t)]
+    unquoted = _QUOTED.sub(" ", raw)
+    last_end = 0
+    for m in _WORD.finditer(unquoted):
+        word, between = m.group(), unquoted[last_end : m.start()]
+        start = last_end == 0 or bool(_SENTENCE_END.search(between))
+        last_end = m.end()
+        token = word.lower().replace("\u2019", "'")
+        if not start and word[:1].isupper() and _is_negation(token):
+            out.append(token)
+    return out
+
+
+def _without(names: list[str], tokens: list[str]) -> list[str]:
+    """``tokens`` less one occurrence of each of ``names``."""
+    left = list(tokens)
+    for name in names:
+        if name in left:
+            left.remove(name)
+    return left
+
+
+_DOTTED = re.compile(r"\b(?:[A-Z]\.){2,}")
+_SPELLED_WORDS = frozenset(f for forms in ABBREVIATIONS.values() for f in forms if " " not in f)
+_QUOTED = re.compile(r"[\"\u201c]([^\"\u201c\u201d]{1,120})[\"\u201d]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Spelled:
+    """What a text abbreviates or spells out: initials of its names, and known forms."""
+
+    text: str  # " word word ... " (tokens, lower case)
+    words: frozenset[str]
+    initials: frozenset[str]
+
+    @classmethod
+    def of(cls, raw: str, words: frozenset[str]) -> _Spelled:
+        initials: set[str] = set()
+        for m in CAPITALISED_NAME.finditer(raw):
+            caps = [w for w in m.group().split() if w[:1].isupper()]
+            for i in range(len(caps)):
+                for j in range(i + 2, len(caps) + 1):
+                    initials.add("".join(w[0] for w in caps[i:j]).lower())
+        dotted = {m.group().replace(".", "").lower() for m in _DOTTED.finditer(raw)}
+        return cls(f" {' '.join(tokenize(raw))} ", words | dotted, frozenset(initials))
+
+    def abbreviates(self, token: str) -> bool:
+        """Whether a (lower-case) word is an abbreviation of something this text spells out,
+        or spells out an abbreviation it uses."""
+        if token in self.initials and len(token) >= 2 and token not in STOPWORDS:
+            return True
+        if token in ABBREVIATIONS or token in _SPELLED_WORDS:
+            return self.names(token)
+        return False
+
+    def names(self, name: str) -> bool:
+        """Whether ``name`` is another way of writing something this text says."""
+        key = "".join(tokenize(name))
+        if _is_acronym(name.replace(".", "")) and key in self.initials:
+            return True
+        if any(f" {form} " in self.text for form in ABBREVIATIONS.get(key, ())):
+            return True
+        lower = " ".join(tokenize(name))
+        return any(abbr in self.words and lower in forms
+                   for abbr, forms in ABBREVIATIONS.items())
+
+
 def _prefix_negations(words: Iterable[str], other: _Text) -> list[str]:
     """Words that are a negating prefix plus a word (>= 5 letters) the other side has.
 
@@ -437,8 +515,9 @@ def support_score(
         wanted.setdefault(st, tok)
     in_quote = in_context = 0
     missing_terms: list[str] = []
+    quoted_forms = _Spelled.of(q.raw, q.word_set)
     for st, tok in wanted.items():
-        if st in q.stem_set or st in subject.stem_set:
+        if st in q.stem_set or st in subject.stem_set or quoted_forms.abbreviates(tok):
             in_quote += 1
         elif st in c.stem_set:
             in_context += 1
@@ -464,16 +543,21 @@ def support_score(
                 and word not in missing_numbers and word.lower() != "may":
             missing_numbers.append(word)
 
-    # Names.
+    # Names; an abbreviation of what the quote spells out (or the other way round) is
+    # the same name: "US" for "United States" or "American", "TV" for "television".
     missing_names: list[str] = []
+    spelled = _Spelled.of(f"{q.raw}\n{c.raw}", have_words)
     for name in _names(s.raw):
-        if not _has_name(name, have_words) and name not in missing_names:
+        if not _has_name(name, have_words) and not spelled.names(name) \
+                and name not in missing_names:
             missing_names.append(name)
 
-    # Negations: negating words on one side only, then negating prefixes.
+    # Negations: negating words on one side only, then negating prefixes. A capitalised
+    # "Don't" or "Never" inside a name or title ("I Don't Wanna Know") negates nothing.
     s = body
-    s_neg = [t for t in s.tokens if _is_negation(t)]
-    q_neg = [t for t in q.tokens if _is_negation(t)]
+    s_neg = _without(_name_negations(s.raw, f"{q.raw}\n{c.raw}"),
+                     [t for t in s.tokens if _is_negation(t)])
+    q_neg = _without(_name_negations(q.raw, s.raw), [t for t in q.tokens if _is_negation(t)])
     added = [] if q_neg else s_neg[:1]
     dropped = [] if s_neg else q_neg[:1]
     s_only = [t for t in s.tokens if t not in q.word_set and not _is_negation(t)]

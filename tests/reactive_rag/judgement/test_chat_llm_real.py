@@ -219,9 +219,11 @@ async def test_the_writer_returns_claims_that_parse_and_cite_given_ids(
 
     assert draft.tokens > 0
     known = {c.id for c in EVIDENCE}
-    for claim in draft.claims:
-        assert claim.source_id in known
-        assert claim.statement and claim.quote
+    for claim in draft.claims:  # every claim is passed on; what is odd is said in a note
+        if claim.source_id not in known:
+            assert any("not given" in n or "empty source_id" in n for n in draft.notes)
+        if not (claim.statement and claim.quote):
+            assert any("empty" in n for n in draft.notes)
     if draft.claims:
         assert "".join(deltas).strip()  # statements streamed while it wrote
     else:

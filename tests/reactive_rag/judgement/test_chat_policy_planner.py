@@ -94,9 +94,8 @@ async def test_a_valid_search_is_returned_with_the_servers_token_count(
     )
     assert decision.tokens == 150
     sent = server.requests[0]
-    assert [t["function"]["name"] for t in sent["tools"]] == [
-        "search", "read", "open_page", "answer"
-    ]
+    # a local-only run: no pages to open, no filters, no recall or extension to offer
+    assert [t["function"]["name"] for t in sent["tools"]] == ["search", "read", "answer"]
     assert sent["messages"][0]["role"] == "system"
     assert "Never invent ids" in sent["messages"][0]["content"]
     assert QUESTION in sent["messages"][1]["content"]
@@ -409,13 +408,13 @@ async def test_open_page_of_a_shown_web_result_becomes_a_scrape_by_result_id(
 ) -> None:
     server.script(stream_reply(tool_calls=[call("o1", "open_page", {"result_id": "web:seine"})]))
 
-    decision = await planner.decide(view(evidence=[EIFFEL, SEINE], remaining_pages=3))
+    decision = await planner.decide(view(evidence=[EIFFEL, SEINE], remaining_pages=3, web=True))
 
     assert decision.action == "scrape"
     assert decision.calls == (ToolCall(id="o1", tool="scrape", args={"result_id": "web:seine"}),)
     opening = server.messages[0][1]["content"]
-    assert "[web:seine] (snippet, example.org) web:seine: The Seine" in opening
-    assert "[eiffel#0] eiffel: The Eiffel" in opening  # local passages are not snippets
+    assert "[2] [web:seine] web:seine (snippet from example.org)\nThe Seine" in opening
+    assert "[1] [eiffel#0] eiffel\nThe Eiffel" in opening  # local passages are not snippets
     assert "3 pages to open" in opening
     system = server.messages[0][0]["content"]
     assert "open_page(result_id)" in system and "run at the same time" in system
@@ -440,7 +439,7 @@ async def test_open_page_is_refused_back_to_the_model_unless_a_new_shown_web_res
         stream_reply(tool_calls=[call("y", "search", {"query": "Seine river Paris"})]),
     )
 
-    decision = await planner.decide(view(evidence=[EIFFEL, SEINE], **kw))
+    decision = await planner.decide(view(evidence=[EIFFEL, SEINE], web=True, **kw))
 
     assert [c.id for c in decision.calls] == ["y"]
     assert [(r.call_id, r.tool) for r in decision.rejected] == [("x", "open_page")]
@@ -464,7 +463,8 @@ async def test_every_valid_call_of_a_turn_is_returned_within_the_page_budget(
         ),
         stream_reply(tool_calls=[call("fin", "answer", {})]),
     )
-    decision = await planner.decide(view(evidence=[EIFFEL, SEINE, LOUVRE], remaining_pages=2))
+    decision = await planner.decide(view(evidence=[EIFFEL, SEINE, LOUVRE], remaining_pages=2,
+                                         web=True))
 
     assert decision.action == "search"
     assert [(c.id, c.tool) for c in decision.calls] == [
@@ -474,7 +474,7 @@ async def test_every_valid_call_of_a_turn_is_returned_within_the_page_budget(
     assert "already being opened in this turn" in reasons["o2"]
     assert "unknown result id" in reasons["o4"]
 
-    await planner.decide(view(round_=2, evidence=[EIFFEL, SEINE, LOUVRE]))
+    await planner.decide(view(round_=2, evidence=[EIFFEL, SEINE, LOUVRE], web=True))
     results = tool_messages(server.messages[1])
     assert "already being opened" in results["o2"]
     assert set(results) == {"s", "o1", "o2", "o3", "o4", "r"}  # one result per call
@@ -490,15 +490,15 @@ async def test_an_opened_page_is_reported_on_its_call_and_cannot_be_opened_again
         stream_reply(tool_calls=[call("o2", "open_page", {"result_id": "web:seine"})]),
         stream_reply(tool_calls=[call("fin", "answer", {})]),
     )
-    await planner.decide(view(round_=1, evidence=[EIFFEL, SEINE], remaining_pages=3))
+    await planner.decide(view(round_=1, evidence=[EIFFEL, SEINE], remaining_pages=3, web=True))
     second = await planner.decide(
         view(round_=2, evidence=[EIFFEL, SEINE, page], pages=("https://www.example.org/seine",),
-             remaining_pages=2)
+             remaining_pages=2, web=True)
     )
 
     result = tool_messages(server.messages[1])["o1"]
     assert "open_page('web:seine'): 1 new passage:" in result
-    assert "[web:page#0] (example.org) web:page#0: The Seine flows through Paris" in result
+    assert "[3] [web:page#0] web:page#0 (example.org)\nThe Seine flows through Paris" in result
     assert second.action == "answer"  # the retry answered; the second opening was refused
     assert "already open" in tool_messages(server.messages[2])["o2"]
 
@@ -510,11 +510,11 @@ async def test_a_page_the_run_refused_is_not_run_with_its_typed_feedback(
         stream_reply(tool_calls=[call("o1", "open_page", {"result_id": "web:seine"})]),
         stream_reply(tool_calls=[call("fin", "answer", {})]),
     )
-    await planner.decide(view(round_=1, evidence=[SEINE]))
+    await planner.decide(view(round_=1, evidence=[SEINE], web=True))
     refused = Feedback(kind="page_limit", call_id="o1", tool="scrape",
                        url="https://www.example.org/seine",
                        detail="scrape o1 refused: this run may open at most 2 pages")
-    await planner.decide(view(round_=2, evidence=[SEINE], feedback=(refused,)))
+    await planner.decide(view(round_=2, evidence=[SEINE], feedback=(refused,), web=True))
 
     result = tool_messages(server.messages[1])["o1"]
     assert result.startswith("not run:")
@@ -538,7 +538,7 @@ async def test_search_filters_are_validated_normalised_and_passed_to_the_run(
         ])
     )
 
-    decision = await planner.decide(view(today=TODAY))
+    decision = await planner.decide(view(today=TODAY, web=True))
 
     expected = {"date_from": "2024-01-01", "date_to": "2024-12-31", "sites": ["who.int"],
                 "exclude_sites": ["farm.example"], "language": "en"}
@@ -579,7 +579,7 @@ async def test_bad_search_filters_are_refused_back_to_the_model(
         stream_reply(tool_calls=[call("y", "search", {"query": "measles 2024"})]),
     )
 
-    decision = await planner.decide(view(today=TODAY))
+    decision = await planner.decide(view(today=TODAY, web=True))
 
     assert [c.id for c in decision.calls] == ["y"]
     assert why in decision.rejected[0].reason
@@ -591,7 +591,7 @@ async def test_todays_date_is_in_the_prompt_for_date_filters(
 ) -> None:
     server.script(stream_reply(tool_calls=[call("s", "search", {"query": "Seine floods"})]))
 
-    await planner.decide(view(today=TODAY))
+    await planner.decide(view(today=TODAY, web=True))
 
     assert f"Today's date: {TODAY}" in server.messages[0][1]["content"]
     assert "today's date" in server.messages[0][0]["content"]
@@ -608,7 +608,7 @@ async def test_typed_feedback_reaches_the_next_prompt_with_kind_detail_and_what_
                                                         "filters": {"sites": ["lemonde.fr"]}})]),
         stream_reply(tool_calls=[call("fin", "answer", {})]),
     )
-    await planner.decide(view(round_=1, today=TODAY))
+    await planner.decide(view(round_=1, today=TODAY, web=True))
     feedback = (
         Feedback(kind="unapplied_filter", call_id="s1", tool="search", query="Seine floods",
                  detail="filters not applied: duckduckgo: sites (no site parameter)"),
@@ -620,7 +620,7 @@ async def test_typed_feedback_reaches_the_next_prompt_with_kind_detail_and_what_
     await planner.decide(
         view(round_=2, evidence=[SEINE], queries=[QueryStat(query="Seine floods", hits=1,
                                                             new_evidence=1)],
-             feedback=feedback, today=TODAY)
+             feedback=feedback, today=TODAY, web=True)
     )
 
     result = tool_messages(server.messages[1])["s1"]
@@ -638,14 +638,22 @@ async def test_typed_feedback_reaches_the_next_prompt_with_kind_detail_and_what_
 # --- no tool call, errors, budget ------------------------------------------------------------
 
 
-async def test_plain_text_with_evidence_means_answer(
+async def test_plain_text_with_evidence_is_not_taken_as_an_answer(
     server: FakeOpenAI, planner: ChatPlanner
 ) -> None:
-    server.script(stream_reply("The Seine flows through Paris."))
+    # prose is not a tool call: the model is told so and asked once more in the same turn
+    server.script(
+        stream_reply("I will search for the river of Paris."),
+        stream_reply(tool_calls=[call("s", "search", {"query": "river Paris"})]),
+    )
 
     decision = await planner.decide(view(evidence=[EIFFEL, PARIS]))
 
-    assert decision.action == "answer" and "without a tool call" in decision.reason
+    assert decision.action == "search" and decision.calls[0].args == {"query": "river Paris"}
+    assert "after feedback (no_tool_call)" in decision.reason
+    nudge = server.messages[1][-1]
+    assert nudge["role"] == "user" and "You wrote text but called no tool" in nudge["content"]
+    assert len(server.requests) == 2
 
 
 async def test_plain_text_without_evidence_is_nudged_once_then_falls_back(
@@ -656,7 +664,9 @@ async def test_plain_text_without_evidence_is_nudged_once_then_falls_back(
     decision = await planner.decide(view())
 
     assert decision.action == "search" and decision.calls[0].args == {"query": QUESTION}
-    assert "Call one of the tools" in server.messages[1][-1]["content"]
+    assert "You wrote text but called no tool" in server.messages[1][-1]["content"]
+    assert decision.reason.startswith("no_tool_call: the model wrote text but called no tool")
+    assert "fallback: search the question" in decision.reason
 
 
 async def test_a_failing_model_server_raises_a_typed_error(

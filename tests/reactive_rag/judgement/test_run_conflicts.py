@@ -277,9 +277,8 @@ async def test_writer_appends_one_claim_per_side_after_the_policys_claims() -> N
     assert draft.text == ("She studied law. [1] Mira Castellane, born: 4 March 1921 in "
                           "\u201cMira Castellane\u201d [2] but 1923 in "
                           "\u201cTen painters\u201d [3]")
-    deltas = [e for e in ctx.emitted if isinstance(e, AnswerDelta)]
-    assert "".join(d.text for d in deltas) == draft.text
-    assert [d.claim_index for d in deltas] == [0, 1, 2]
+    # nothing unverified is streamed: the verifier publishes the deltas of what it keeps
+    assert not [e for e in ctx.emitted if isinstance(e, AnswerDelta)]
     assert verify(draft.claims, {"reg": REGISTER, "blog": BLOG}).dropped == 0
 
 

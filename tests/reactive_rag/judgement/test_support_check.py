@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
@@ -24,7 +25,6 @@ from actors import ActorContext
 from actors.models import OpenAIChatClient
 from reactive_rag.agent import (
     DEFAULT_SUPPORT_THRESHOLD,
-    AsyncEntailmentModel,
     EntailmentModel,
     VerifierActor,
     verify,
@@ -34,10 +34,11 @@ from reactive_rag.cli._main import main as cli_main
 from reactive_rag.engine import EngineConfig, research_from
 from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
-from reactive_rag.judgement.model import ChatEntailment, EntailmentError
+from reactive_rag.judgement import JudgeError, SupportItem, SupportLabel, SupportVerdict
 from reactive_rag.judgement.offline import DEFAULT_SUPPORT_WEIGHTS, SupportWeights, support_score
 from reactive_rag.server import ConfigError, ServerConfig
 from streams import (
+    AnswerDelta,
     AnswerDrafted,
     AnswerVerified,
     Claim,
@@ -47,7 +48,6 @@ from streams import (
     VerifyFailed,
 )
 from tests._bench import bench_module
-from tests.actors._openai_fixtures import FakeOpenAI, JsonBody, Status, fake_openai
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -334,14 +334,17 @@ async def test_the_verifier_actor_passes_the_runs_question() -> None:
     on_topic = Claim(statement="The Eiffel Tower was completed in 1889.", source_id="e",
                      quote="completed in 1889 for the World's Fair")
     out = await actor.on_receive(AnswerDrafted(text="", claims=(on_topic,)), ctx)
-    assert out is not None and isinstance(out[0], AnswerVerified)
+    assert out is not None and isinstance(out[-1], AnswerVerified)
+    # the verified claim's text is streamed, just before the verdict
+    assert [(type(e), e.text) for e in out[:-1] if isinstance(e, AnswerDelta)] == [
+        (AnswerDelta, "The Eiffel Tower was completed in 1889. [1]")]
 
 
-# --- entailment models: sync, async, through the engine -------------------------------
+# --- support judges: a local entailment model, a model judge, through the engine -----------
 
 
 class _Fixed:
-    """A synchronous model giving one score to everything, recording what it was asked."""
+    """A synchronous entailment model giving one score to everything, recording what it saw."""
 
     def __init__(self, value: float) -> None:
         self.value = value
@@ -352,52 +355,81 @@ class _Fixed:
         return self.value
 
 
-class _AsyncFixed:
-    def __init__(self, value: float | Exception) -> None:
-        self.value = value
-        self.calls: list[tuple[str, str]] = []
+class _Judge:
+    """A model judge answering with fixed labels (or failing), recording each call."""
 
-    async def ascore(self, premise: str, hypothesis: str) -> float:
-        self.calls.append((premise, hypothesis))
-        if isinstance(self.value, Exception):
-            raise self.value
-        return self.value
+    name = "judge-model"
+
+    def __init__(self, labels: dict[int, SupportLabel] | Exception) -> None:
+        self.labels = labels
+        self.calls: list[tuple[str, list[SupportItem]]] = []
+
+    async def judge(self, question: str, items: Sequence[SupportItem]) -> list[SupportVerdict]:
+        self.calls.append((question, list(items)))
+        if isinstance(self.labels, Exception):
+            raise self.labels
+        return [SupportVerdict(i.index, self.labels.get(i.index, "supported"), "said so")
+                for i in items]
 
 
 _GOOD = Claim(statement="The Eiffel Tower was completed in 1889.", source_id="e",
               quote="completed in 1889 for the World's Fair")
 _BAD_NUMBER = Claim(statement="The Eiffel Tower was completed in 1891.", source_id="e",
                     quote="completed in 1889 for the World's Fair")
+_UNKNOWN = Claim(statement="It is in Paris.", source_id="nope",
+                 quote="completed in 1889 for the World's Fair")
 
 
-def test_the_protocols_tell_sync_and_async_models_apart() -> None:
+def test_a_local_entailment_model_is_told_apart_from_a_judge() -> None:
     assert isinstance(_Fixed(1.0), EntailmentModel)
-    assert not isinstance(_Fixed(1.0), AsyncEntailmentModel)
-    assert isinstance(_AsyncFixed(1.0), AsyncEntailmentModel)
+    assert not isinstance(_Judge({}), EntailmentModel)
 
 
-async def test_verify_async_asks_the_model_only_about_claims_the_code_checks_kept() -> None:
-    model = _AsyncFixed(0.9)
-    result = await verify_async([_GOOD, _BAD_NUMBER], REGISTRY, entailment=model)
-    assert result.kept == [_GOOD] and "adds 1891" in result.errors[0].reason
-    assert model.calls == [(_GOOD.quote, _GOOD.statement)]  # premise = quote
-    low = await verify_async([_GOOD], REGISTRY, entailment=_AsyncFixed(0.2))
-    assert not low.kept and "entailment 0.20 < 0.50" in low.errors[0].reason
-    sync = await verify_async([_GOOD], REGISTRY, entailment=_Fixed(0.1))
-    assert not sync.kept and "does not support" in sync.errors[0].reason
+async def test_the_model_judge_sees_every_provable_claim_in_one_call_and_decides() -> None:
+    judge = _Judge({1: "contradicted"})
+    result = await verify_async([_GOOD, _BAD_NUMBER, _UNKNOWN], REGISTRY,
+                                question="When was the Eiffel Tower completed?", judge=judge)
+    assert len(judge.calls) == 1, "one call per draft"
+    question, items = judge.calls[0]
+    assert question == "When was the Eiffel Tower completed?"
+    assert [i.index for i in items] == [0, 1], "an unregistered id never reaches the judge"
+    assert items[0].passage == REGISTRY["e"].text and items[0].title == REGISTRY["e"].title
+    assert result.kept == [_GOOD] and result.judged_by == "model"
+    kinds = {e.index: e.kind for e in result.errors}
+    assert kinds == {1: "unsupported", 2: "unknown_source"}
 
 
-async def test_a_failing_model_drops_the_claim_instead_of_passing_it() -> None:
-    result = await verify_async([_GOOD], REGISTRY,
-                                entailment=_AsyncFixed(EntailmentError("judge is down")))
-    assert not result.kept and not result.passed
-    assert result.errors[0].reason == "entailment check failed: judge is down"
+async def test_a_paraphrase_the_lexical_rules_would_drop_stands_when_the_judge_supports_it(
+        ) -> None:
+    paraphrase = Claim(statement="Construction of the tower in the French capital ended in 1889.",
+                       source_id="e", quote="completed in 1889 for the World's Fair")
+    result = await verify_async([paraphrase], REGISTRY, judge=_Judge({}))
+    assert result.kept == [paraphrase] and result.passed
+
+
+async def test_a_failing_judge_hands_over_to_the_offline_rules_and_says_so() -> None:
+    down = JudgeError("support judge 'judge-model' failed: HTTP 503", status=503,
+                      model="judge-model", role="support judge")
+    result = await verify_async([_GOOD, _BAD_NUMBER, _GOOD.model_copy(
+        update={"statement": "The Eiffel Tower was finished in 1889."})], REGISTRY,
+        judge=_Judge(down))
+    assert result.judged_by == "offline" and result.passed, "a judge outage fails no draft"
+    assert result.judge_failure is not None and result.judge_failure.status == 503
+    assert "support judge" in result.judge_failure.describe()
+    assert [e.kind for e in result.errors] == ["unsupported"]
+    assert "adds 1891" in result.errors[0].reason
+
+
+async def test_the_claim_marked_as_the_answer_must_survive_for_the_draft_to_pass() -> None:
+    result = await verify_async([_GOOD, _BAD_NUMBER, _GOOD], REGISTRY, answer_index=1)
+    assert len(result.kept) == 2 and not result.passed
+    assert any(e.kind == "answer_dropped" and "claim 1" in e.reason for e in result.errors)
 
 
 @pytest.mark.parametrize("value", [0.0, 1.0])
-async def test_an_entailment_model_plugged_into_the_engine_judges_every_kept_claim(
+async def test_a_local_entailment_model_plugged_into_the_engine_judges_every_kept_claim(
         index: CorpusIndex, value: float) -> None:
-    model = _AsyncFixed(value)
+    model = _Fixed(value)
     result = await Engine(index, entailment=model).ask("Who founded Bayer and when?",
                                                        collections=["demo"])
     assert model.calls, "the engine never asked the entailment model"
@@ -409,104 +441,7 @@ async def test_an_entailment_model_plugged_into_the_engine_judges_every_kept_cla
     else:
         assert result.outcome != "answered" and not result.citations
         assert failed and all("entailment 0.00" in err.reason
-                              for e in failed for err in e.errors)
-
-
-# --- ChatEntailment against a local OpenAI-shaped server ------------------------------
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai() as fake:
-        yield fake
-
-
-def _completion(content: str) -> JsonBody:
-    return JsonBody({
-        "id": "chatcmpl-1", "object": "chat.completion", "model": "judge",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35},
-    })
-
-
-async def _judge(server: FakeOpenAI, **kw: Any) -> tuple[ChatEntailment, OpenAIChatClient]:
-    client = OpenAIChatClient(server.base_url, model="judge", max_retries=0)
-    return ChatEntailment(client, **kw), client
-
-
-async def test_chat_entailment_maps_labels_and_probabilities(server: FakeOpenAI) -> None:
-    server.script(
-        _completion('{"label": "supports"}'),
-        _completion('{"label": "contradicts"}'),
-        _completion('```json\n{"label": "neutral"}\n```'),
-        _completion('{"label": "supports", "probability": 0.8}'),
-    )
-    judge, client = await _judge(server)
-    try:
-        scores = [await judge.ascore(f"premise {i}", "hypothesis") for i in range(4)]
-    finally:
-        await client.aclose()
-    assert scores == [1.0, 0.0, 0.25, 0.8]
-    body = server.requests[0]
-    assert body["model"] == "judge" and body["stream"] is False
-    assert body["response_format"]["type"] == "json_schema"
-    schema = body["response_format"]["json_schema"]["schema"]
-    assert schema["properties"]["label"]["enum"] == ["supports", "contradicts", "neutral"]
-    assert "PREMISE: premise 0\nHYPOTHESIS: hypothesis" in body["messages"][-1]["content"]
-
-
-async def test_chat_entailment_remembers_verdicts(server: FakeOpenAI) -> None:
-    server.script(_completion('{"label": "supports"}'))
-    judge, client = await _judge(server)
-    try:
-        assert await judge.ascore("p", "h") == 1.0
-        assert await judge.ascore("p", "h") == 1.0  # a second request would get a 500
-    finally:
-        await client.aclose()
-    assert len(server.requests) == 1
-
-
-async def test_chat_entailment_server_error_is_a_clear_error_and_drops_the_claim(
-        server: FakeOpenAI) -> None:
-    server.script(Status(500, '{"error": {"message": "model crashed"}}'),
-                  Status(500, '{"error": {"message": "model crashed"}}'))
-    judge, client = await _judge(server)
-    try:
-        with pytest.raises(EntailmentError, match="entailment model call failed"):
-            await judge.ascore("p", "h")
-        result = await verify_async([_GOOD], REGISTRY, entailment=judge)
-    finally:
-        await client.aclose()
-    assert not result.kept
-    assert result.errors[0].reason.startswith("entailment check failed: entailment model call")
-
-
-@pytest.mark.parametrize("content", [
-    "I think it does.", '{"verdict": "yes"}', '{"label": "maybe"}',
-    '{"label": "supports", "probability": 7}', '["supports"]',
-])
-async def test_chat_entailment_malformed_reply_is_a_clear_error_and_drops_the_claim(
-        server: FakeOpenAI, content: str) -> None:
-    server.script(_completion(content), _completion(content))
-    judge, client = await _judge(server)
-    try:
-        with pytest.raises(EntailmentError):
-            await judge.ascore("p", "h")
-        result = await verify_async([_GOOD], REGISTRY, entailment=judge)
-    finally:
-        await client.aclose()
-    assert not result.kept and result.errors[0].reason.startswith("entailment check failed")
-
-
-async def test_chat_entailment_can_use_plain_json_mode(server: FakeOpenAI) -> None:
-    server.script(_completion('{"label": "supports"}'))
-    judge, client = await _judge(server, response_format="json_object")
-    try:
-        assert await judge.ascore("p", "h") == 1.0
-    finally:
-        await client.aclose()
-    assert server.requests[0]["response_format"] == {"type": "json_object"}
+                              for e in failed for err in e.errors if err.index >= 0)
 
 
 # --- the measurement harness (bench/_support_auc.py) ----------------------------------
@@ -620,18 +555,25 @@ def test_on_the_shared_data_the_score_beats_token_overlap() -> None:
 
 
 class _JudgeHandler(BaseHTTPRequestHandler):
-    """A minimal OpenAI-shaped chat server (non-streaming) answering one fixed verdict."""
+    """A minimal OpenAI-shaped chat server (non-streaming) giving every claim one label.
 
-    verdict = '{"label": "supports"}'
+    ``label`` ``"garbled"``: a reply that is no verdict at all (a broken judge).
+    """
+
+    label = "supported"
     bodies: ClassVar[list[dict[str, Any]]] = []
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        type(self).bodies.append(json.loads(self.rfile.read(length)))
+        body = json.loads(self.rfile.read(length))
+        type(self).bodies.append(body)
+        claims = re.findall(r"^Claim (\d+):", body["messages"][-1]["content"], re.MULTILINE)
+        verdict = "I cannot tell." if self.label == "garbled" else json.dumps({"verdicts": [
+            {"claim": int(n), "label": self.label, "reason": ""} for n in claims]})
         payload = json.dumps({
             "id": "x", "object": "chat.completion", "model": "judge",
             "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": type(self).verdict}}],
+                         "message": {"role": "assistant", "content": verdict}}],
         }).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -668,12 +610,12 @@ def notes_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.mark.parametrize(("verdict", "answered"), [
-    ('{"label": "supports"}', True), ('{"label": "contradicts"}', False)])
+@pytest.mark.parametrize(("label", "answered"), [
+    ("supported", True), ("contradicted", False), ("garbled", True)])
 def test_ask_with_an_entailment_server_has_it_judge_the_claims(
         notes_root: Path, judge_url: str, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch, verdict: str, answered: bool) -> None:
-    monkeypatch.setattr(_JudgeHandler, "verdict", verdict)
+        monkeypatch: pytest.MonkeyPatch, label: str, answered: bool) -> None:
+    monkeypatch.setattr(_JudgeHandler, "label", label)
     capsys.readouterr()
     code = cli_main(["ask", "Who designed Raft?", "--collection", "notes",
                      "--root", str(notes_root), "--json", "--quiet",
@@ -682,6 +624,8 @@ def test_ask_with_an_entailment_server_has_it_judge_the_claims(
     assert _JudgeHandler.bodies and {b["model"] for b in _JudgeHandler.bodies} == {"judge-1"}
     assert (out["outcome"] == "answered") is answered, out
     assert bool(out["citations"]) is answered and (code == 0) is answered
+    if label == "garbled":  # a broken judge: the offline rules judged, and the outcome says so
+        assert "offline support rules" in out["reason"] and "judge-1" in out["reason"]
 
 
 def test_the_server_config_reads_an_entailment_table(tmp_path: Path) -> None:
@@ -697,3 +641,44 @@ def test_the_server_config_reads_an_entailment_table(tmp_path: Path) -> None:
     path.write_text('[entailment]\nmodel = "judge"\n')  # no url
     with pytest.raises(ConfigError, match="entailment"):
         ServerConfig.load(path, env={})
+
+
+# --- paraphrase a capable model writes: abbreviations and titles are not new facts --------
+
+
+@pytest.mark.parametrize(("statement", "quote"), [
+    ("He is a US fashion photographer.", "He is an American fashion photographer"),
+    ("She was born in the US in 1960.", "She was born in the United States in 1960"),
+    ("The show first aired on UK TV.", "The show first aired on British television"),
+    ("The USN commissioned her in 1944.", "The United States Navy commissioned her in 1944"),
+    ("He was an American painter.", "He was a U.S. painter"),
+    ('"I Don\'t Wanna Know" is a song by Mario Winans.',
+     '"I Don\'t Wanna Know" is a song by Mario Winans'),
+    ("No Doubt recorded the album in Anaheim.", "the band No Doubt recorded the album in Anaheim"),
+])
+def test_an_abbreviation_or_a_titles_negation_is_not_a_changed_fact(
+        statement: str, quote: str) -> None:
+    score = support_score(statement, quote, context=quote)
+    assert score.score >= DEFAULT_SUPPORT_THRESHOLD, score.explain()
+    assert not score.missing_names and not score.added_negations
+
+
+@pytest.mark.parametrize(("statement", "quote", "reason"), [
+    ("He was born in the UK.", "He was born in the United States", "names 'UK'"),
+    ("The song is not by Mario Winans.", "The song is by Mario Winans", "adds 'not'"),
+    ("It aired on US TV.", "It aired on French television", "names 'US'"),
+])
+def test_another_country_or_a_real_negation_still_fails(
+        statement: str, quote: str, reason: str) -> None:
+    score = support_score(statement, quote, context=quote)
+    assert score.score < DEFAULT_SUPPORT_THRESHOLD and reason in score.explain()
+
+
+async def test_a_verdict_word_heading_a_claim_is_not_part_of_the_fact_it_states() -> None:
+    registry = {"e": REGISTRY["e"]}
+    said = Claim(statement="No: the Eiffel Tower was completed in 1889.", source_id="e",
+                 quote="completed in 1889 for the World's Fair")
+    changed = said.model_copy(update={"statement": "No: the Eiffel Tower was completed in 1891."})
+    result = await verify_async([said, changed], registry)
+    assert result.kept == [said]
+    assert "adds 1891" in result.errors[0].reason

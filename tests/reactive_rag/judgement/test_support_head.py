@@ -223,7 +223,7 @@ def test_an_embedder_without_token_vectors_gets_no_head(minilm: MiniLMEmbedder) 
         EmbeddingSupport(sentence_only)
 
 
-def test_the_engine_gives_its_verifier_the_head_on_minilm_unless_entailment_judges(
+def test_the_engine_gives_its_verifier_the_head_on_minilm(
         tmp_path: Path, minilm: MiniLMEmbedder) -> None:
     engine = Engine(CorpusIndex(tmp_path / "m", minilm))
     head = engine.support_head
@@ -234,7 +234,8 @@ def test_the_engine_gives_its_verifier_the_head_on_minilm_unless_entailment_judg
         def score(self, premise: str, hypothesis: str) -> float:
             return 1.0
 
-    assert Engine(CorpusIndex(tmp_path / "j", minilm), entailment=Always()).support_head is None
+    # with a judge the head stays: it is the offline fallback's, used when the judge fails
+    assert Engine(CorpusIndex(tmp_path / "j", minilm), entailment=Always()).support_head is not None
 
 
 def test_the_default_engine_head_embeds_past_the_index_cache(tmp_path: Path) -> None:
