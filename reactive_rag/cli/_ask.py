@@ -64,8 +64,14 @@ from reactive_rag.engine import (
     research_from,
 )
 from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex
-from reactive_rag.judgement import PlannerPolicy, WriterPolicy
-from reactive_rag.judgement.model import ChatEntailment
+from reactive_rag.judgement import (
+    ModelRewriter,
+    PlannerPolicy,
+    SufficiencyJudge,
+    SupportJudge,
+    WriterPolicy,
+)
+from reactive_rag.judgement.model import ChatRewriter, ChatSufficiency, ChatSupportJudge
 from reactive_rag.run import Budget, RunConfigError
 from streams import AsyncSubscriber, ConflictDetected, OverflowPolicy
 
@@ -315,7 +321,9 @@ class RunSetup:
     compression: Literal["none", "rag"] = "none"
     planner: Callable[[], PlannerPolicy] | None = None
     writer: Callable[[], WriterPolicy] | None = None
-    entailment: ChatEntailment | None = None
+    entailment: SupportJudge | None = None
+    sufficiency: SufficiencyJudge | None = None
+    rewriter: ModelRewriter | None = None
     scraper: Callable[[], ScraperActor] | None = None
     cassette: Cassette | None = None
     research: Research | None = None
@@ -374,7 +382,8 @@ def build_engine(args: argparse.Namespace, setup: RunSetup) -> Engine:
                         credibility=setup.credibility, scraper=setup.scraper)
     return Engine(CorpusIndex(args.root), web=setup.web, web_compression=setup.compression,
                   planner=setup.planner, writer=setup.writer, credibility=setup.credibility,
-                  entailment=setup.entailment, scraper=setup.scraper)
+                  entailment=setup.entailment, sufficiency=setup.sufficiency,
+                  rewriter=setup.rewriter, scraper=setup.scraper)
 
 
 def engine_config_from(args: argparse.Namespace) -> tuple[EngineConfig, CredibilitySettings]:
@@ -513,10 +522,12 @@ def _replayed(args: argparse.Namespace, budget: dict[str, Any]) -> RunSetup:
     if recorded.chat is not None:
         if recorded.chat.quirks not in CHAT_QUIRKS:
             raise RunConfigError(f"--replay: unknown chat quirks {recorded.chat.quirks!r}")
-        setup.planner, setup.writer = chat_policies(
-            cassette.chat(role="chat"), quirks=recorded.chat.quirks)
+        recorded_chat = cassette.chat(role="chat")
+        setup.planner, setup.writer = chat_policies(recorded_chat, quirks=recorded.chat.quirks)
+        setup.sufficiency = ChatSufficiency(recorded_chat)
+        setup.rewriter = ChatRewriter(recorded_chat)
     if recorded.entailment is not None:
-        setup.entailment = ChatEntailment(cassette.chat(role="entailment"))
+        setup.entailment = ChatSupportJudge(cassette.chat(role="entailment"))
     return setup
 
 

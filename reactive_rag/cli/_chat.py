@@ -272,7 +272,7 @@ class _Repl:
 
     async def ask(self, question: str) -> None:
         try:
-            handle = self.conversation.start(question, **self.options)
+            handle = await self.conversation.astart(question, **self.options)
         except RunConfigError as exc:
             self.console.print(Text.assemble(("error: ", "red"), str(exc)))
             return

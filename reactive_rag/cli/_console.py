@@ -118,16 +118,25 @@ def summarize(event: Event) -> str:
         case AnswerabilityJudged():
             missing = f", missing: {_short(', '.join(event.missing), 50)}" if event.missing else ""
             searching = f" -> searching {len(event.searches)}" if event.searches else ""
-            return f"{event.verdict} ({event.answer_type}){missing}{searching}"
+            who = f" by {event.model or 'the model'}" if event.by == "model" else ""
+            stood_in = (f" [offline rules stood in: {_short(event.fallback.describe(), 50)}]"
+                        if event.fallback is not None else "")
+            return f"{event.verdict} ({event.answer_type}){who}{missing}{searching}{stood_in}"
         case ConflictDetected():
             return _short(f"{event.attribute} of {event.subject}: "
                           + conflict_sides(event.sides, event.preferred), 90)
         case AnswerDelta():
             return _short(event.text, 80)
-        case AnswerDrafted() | AnswerVerified():
-            return f"{len(event.claims)} claim(s): {_short(event.text, 70)}"
+        case AnswerVerified():
+            dropped = (" (dropped: " + ", ".join(e.kind for e in event.errors if e.index >= 0)
+                       + ")") if event.errors else ""
+            return f"{len(event.claims)} claim(s){dropped}: {_short(event.text, 60)}"
+        case AnswerDrafted():
+            by = f" [offline writer: {_short(event.fallback.describe(), 40)}]" \
+                if event.fallback is not None else ""
+            return f"{len(event.claims)} claim(s){by}: {_short(event.text, 60)}"
         case VerifyFailed():
-            return "; ".join(_short(e.reason, 40) for e in event.errors)
+            return "; ".join(f"{e.kind}: {_short(e.reason, 40)}" for e in event.errors)
         case BudgetTick():
             return (f"steps {event.steps}/{event.max_steps or '∞'}  tools "
                     f"{event.tool_calls}/{event.max_tool_calls or '∞'}  {event.elapsed_s:.1f}s")
@@ -149,7 +158,7 @@ def summarize(event: Event) -> str:
         case ProviderHealth():
             return f"{event.provider} is {event.state} {event.detail}"
         case ActorFailed():
-            return f"{event.request_type}: {event.error.kind}: {_short(event.error.message, 60)}"
+            return f"{event.request_type}: {_short(event.error.describe(), 80)}"
         case SubscriberDetached():
             return f"{event.subscriber}: {event.reason}"
         case RunFallback():

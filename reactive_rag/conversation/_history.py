@@ -5,20 +5,24 @@ what a run is given as history is the last ``VERBATIM`` turns in full plus a
 summary of the older ones. The summary is folded every ``FOLD_EVERY`` turns
 (offline: extractive, the first sentence of each answer) and cut to
 ``SUMMARY_TOKENS`` whitespace tokens, oldest first out; each line names the run
-it came from.
+it came from. With a model rewriter configured (:class:`ModelRewriter`) the model
+writes the summary instead (:func:`afold`); when it fails, the rule fold stands
+and the summary says why (``fallback``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from actors.text import split_sentences
 
-from ..judgement import Turn
+from ..judgement import ModelRewriter, Turn
+from ..judgement.model import RewriteError
 
-__all__ = ["FOLD_EVERY", "SUMMARY_TOKENS", "VERBATIM", "HistorySummary", "Turn", "fold",
-           "history_text"]
+__all__ = ["FOLD_EVERY", "SUMMARY_TOKENS", "VERBATIM", "HistorySummary", "ModelRewriter",
+           "Turn", "afold", "fold", "history_text"]
 
 VERBATIM = 2
 FOLD_EVERY = 3
@@ -33,6 +37,10 @@ class HistorySummary:
     run_ids: tuple[str, ...] = ()
     folded: int = 0
     """How many of the oldest turns the summary covers."""
+    by: Literal["rules", "model"] = "rules"
+    """Who wrote ``text``: the extractive rule fold or the model."""
+    fallback: str = ""
+    """Why the rules wrote the last fold although a model is configured ("" if they did not)."""
 
 
 def fold(summary: HistorySummary, turns: Sequence[Turn]) -> HistorySummary:
@@ -45,6 +53,25 @@ def fold(summary: HistorySummary, turns: Sequence[Turn]) -> HistorySummary:
     lines += [_line(turn) for turn in turns[summary.folded:upto]]
     run_ids = (*summary.run_ids, *(t.run_id for t in turns[summary.folded:upto]))
     return HistorySummary(_bounded(lines), run_ids, upto)
+
+
+async def afold(summary: HistorySummary, turns: Sequence[Turn],
+                model: ModelRewriter | None) -> HistorySummary:
+    """:func:`fold`, the model writing the summary when one is given and a fold is due.
+
+    A model failure keeps the rule fold, with ``fallback`` saying why.
+    """
+    folded = fold(summary, turns)
+    if model is None or folded.folded == summary.folded:
+        return folded
+    try:
+        text = await model.summarise(turns[summary.folded:folded.folded],
+                                     previous=summary.text, first=summary.folded + 1)
+    except RewriteError as exc:
+        return replace(folded, by="rules", fallback=f"{exc}; the older turns were folded "
+                                                    "by the offline rules")
+    return replace(folded, text=" ".join(text.split()[:SUMMARY_TOKENS]), by="model",
+                   fallback="")
 
 
 def history_text(summary: HistorySummary, turns: Sequence[Turn]) -> str:

@@ -31,8 +31,10 @@ then drops them), so the planner's tool calls go through a JSON-schema-constrain
 reply (:class:`actors.models.SchemaToolChat`)."""
 CHAT_QUIRKS: tuple[ChatQuirks, ...] = ("none", "llama-cpp-python", "no-tool-template")
 
-ChatRole = Literal["planner", "writer"]
-CHAT_ROLES: tuple[ChatRole, ...] = ("planner", "writer")
+ChatRole = Literal["planner", "writer", "sufficiency", "followups"]
+"""What the chat model decides: the plan, the answer's claims, whether the evidence
+answers the question (with the disagreements in it), and follow-up rewriting."""
+CHAT_ROLES: tuple[ChatRole, ...] = ("planner", "writer", "sufficiency", "followups")
 
 
 class ChatConfig(BaseModel):

@@ -28,7 +28,7 @@ from actors.providers import (
 from actors.rerank import Credibility
 from actors.search import Searcher
 from reactive_rag.index import CorpusIndex
-from reactive_rag.judgement.model import ChatEntailment
+from reactive_rag.judgement.model import ChatRewriter, ChatSufficiency, ChatSupportJudge
 from reactive_rag.judgement.offline import OFFLINE_FAMILIES
 from reactive_rag.run import RunConfigError
 
@@ -203,7 +203,8 @@ class Research:
         """Keyword arguments for :class:`~reactive_rag.Engine` (only those the config sets)."""
         config = self.config
         options: dict[str, Any] = {"web": self.web, "web_compression": "none",
-                                   "planner": None, "writer": None, "entailment": None}
+                                   "planner": None, "writer": None, "entailment": None,
+                                   "sufficiency": None, "rewriter": None}
         if config.search is not None:
             options["web_compression"] = config.search.compression
             options["credibility"] = credibility_from(config.search.credibility)
@@ -211,9 +212,15 @@ class Research:
             options["planner"], options["writer"] = chat_policies(
                 self.chat, quirks=config.chat.quirks, roles=config.chat.roles,
                 timeout_s=config.chat.timeout_s)
+        if self.chat is not None and config.chat is not None and \
+                "sufficiency" in config.chat.roles:
+            options["sufficiency"] = ChatSufficiency(self.chat, timeout_s=config.chat.timeout_s)
+        if self.chat is not None and config.chat is not None and \
+                "followups" in config.chat.roles:
+            options["rewriter"] = ChatRewriter(self.chat, timeout_s=config.chat.timeout_s)
         if self.judge is not None and config.entailment is not None:
-            options["entailment"] = ChatEntailment(self.judge,
-                                                   timeout_s=config.entailment.timeout_s)
+            options["entailment"] = ChatSupportJudge(self.judge,
+                                                     timeout_s=config.entailment.timeout_s)
         if config.placement is not None:
             options["placement"] = config.placement
         if config.judgement is not None:

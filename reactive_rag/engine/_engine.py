@@ -40,11 +40,12 @@ from actors.rerank import Credibility, Reranker, RerankerActor
 from actors.scrape import ScraperActor
 from actors.search import Searcher, SearcherActor
 from reactive_rag.agent import (
-    AsyncEntailmentModel,
+    EntailmentJudge,
     EntailmentModel,
     PlannerActor,
     ReaderActor,
     SelectorActor,
+    SufficiencyActor,
     VerifierActor,
     WriterActor,
     verify_async,
@@ -57,7 +58,15 @@ from reactive_rag.index import (
     search_text,
     stdlib_documents,
 )
-from reactive_rag.judgement import AnswerabilityJudge, Judgement, PlannerPolicy, WriterPolicy
+from reactive_rag.judgement import (
+    AnswerabilityJudge,
+    Judgement,
+    ModelRewriter,
+    PlannerPolicy,
+    SufficiencyJudge,
+    SupportJudge,
+    WriterPolicy,
+)
 from reactive_rag.judgement.offline import (
     EmbeddingSupport,
     ExtractiveWriter,
@@ -274,6 +283,8 @@ class EngineSettings:
     model_planner: bool
     model_writer: bool
     entailment: bool
+    model_sufficiency: bool
+    model_followups: bool
     credibility: Credibility
     judgement: tuple[str, ...]
 
@@ -307,9 +318,18 @@ class Engine:
         judgement_off: offline rule families to switch off (``"conflicts"``, ``"spam"``,
             ``"stale"``, ``"points"``, ``"sufficiency"``, ``"followups"``;
             :func:`~reactive_rag.judgement.offline.offline_judgement`).
-        entailment: a model that must also judge that each kept claim's quote
-            entails its statement (e.g. :class:`~.agent.ChatEntailment`), on top
-            of the offline checks; the engine does not close it.
+        entailment: the support judge: a model that decides whether each claim's cited
+            passage supports it, in one call per draft (e.g.
+            :class:`~reactive_rag.judgement.model.ChatSupportJudge`), or a local
+            :class:`~reactive_rag.agent.EntailmentModel`; the offline support rules
+            stand in when it fails. The engine does not close it.
+        sufficiency: a model that decides whether the chosen evidence answers the
+            question (and lists disagreements) before the writer is asked (e.g.
+            :class:`~reactive_rag.judgement.model.ChatSufficiency`); the offline
+            verdict is its hint, and stands in when it fails.
+        rewriter: a model that reads a conversation's follow-ups and folds its history
+            (e.g. :class:`~reactive_rag.judgement.model.ChatRewriter`); conversations over
+            this engine use it, the offline rules standing in when it fails.
         scraper: builds each web run's page scraper (default: ``ScraperActor()``,
             SSRF-guarded); a seam for other fetch settings and for recording or
             replaying the pages a run fetched (:mod:`reactive_rag.cassette`).
@@ -335,7 +355,9 @@ class Engine:
         credibility: Credibility | None = None,
         judge: AnswerabilityJudge | None = judge_answerability,
         judgement_off: Collection[str] = (),
-        entailment: EntailmentModel | AsyncEntailmentModel | None = None,
+        entailment: SupportJudge | EntailmentModel | None = None,
+        sufficiency: SufficiencyJudge | None = None,
+        rewriter: ModelRewriter | None = None,
         scraper: Callable[[], ScraperActor] | None = None,
         observers: Sequence[RunObserver] = (),
         placement: PlacementSpec | None = None,
@@ -355,6 +377,11 @@ class Engine:
         self.assembled_from: EngineConfig | None = None
         """The config this engine was assembled from (:func:`.assemble`), if any."""
         self._entailment = entailment
+        self._support_judge: SupportJudge | None = (
+            EntailmentJudge(entailment) if isinstance(entailment, EntailmentModel)
+            else entailment)
+        self._sufficiency = sufficiency
+        self._rewriter = rewriter
         self._scraper: Callable[[], ScraperActor] = scraper or ScraperActor
         self._runs: dict[str, RunHandle] = {}
         self._observers = tuple(observers)
@@ -400,7 +427,12 @@ class Engine:
         return self._judgement
 
     @property
-    def entailment(self) -> EntailmentModel | AsyncEntailmentModel | None:
+    def rewriter(self) -> ModelRewriter | None:
+        """The model that reads conversations' follow-ups, if one was given or configured."""
+        return self._rewriter
+
+    @property
+    def entailment(self) -> SupportJudge | EntailmentModel | None:
         """The model that also judges each claim's support, if one was given or configured."""
         return self._entailment
 
@@ -417,6 +449,8 @@ class Engine:
             model_planner=self._planner is not None,
             model_writer=self._writer is not None,
             entailment=self._entailment is not None,
+            model_sufficiency=self._sufficiency is not None,
+            model_followups=self._rewriter is not None,
             credibility=self.credibility,
             judgement=_families_on(self._judgement),
         )
@@ -433,11 +467,9 @@ class Engine:
         """The verifier's embedding factor on the support score, built once per engine.
 
         None when the embedder is not the one the shipped weights were fitted
-        for (then the lexical score alone), or when a user's entailment model
-        judges the claims (it overrides the head).
+        for (then the lexical score alone). With a support judge it is the
+        offline fallback's, used when the judge fails.
         """
-        if self._entailment is not None:
-            return None
         embedder = self.embedder  # not through the disk cache: flipped texts are not corpus
         inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
         return EmbeddingSupport.for_embedder(inner)
@@ -680,23 +712,30 @@ class Engine:
         reranker = self._placement.actor("reranker") or RerankerActor(self.reranker)
         reranker.timeout_s = budget.tool_call_s
         planner = self._planner() if self._planner else OfflinePlanner()
-        writer = (self._writer() if self._writer
-                  else ExtractiveWriter(self.embedder, max_claims=3, min_gain=0.15))
+        offline_writer = ExtractiveWriter(self.embedder, max_claims=3, min_gain=0.15)
+        writer = self._writer() if self._writer else offline_writer
+        planner_actor = PlannerActor(planner, loop_guard=LoopGuard(self.embedder),
+                                     timeout_s=budget.model_call_s, web=self._web is not None)
+        # a chat writer that fails or stalls: the offline writer answers from the same evidence
+        writer_actor = WriterActor(writer, timeout_s=budget.model_call_s,
+                                   fallback=offline_writer if self._writer else None)
         actors: list[Actor] = [
             RunController(initial_state(question, mode=mode, budget=budget,
                                         collections=collections, selects=True,
                                         judgement=self._judgement,
-                                        credibility=self.credibility)),
-            PlannerActor(planner, loop_guard=LoopGuard(self.embedder),
-                         timeout_s=budget.model_call_s),
+                                        credibility=self.credibility,
+                                        model_judges=self._sufficiency is not None)),
+            planner_actor,
             SelectorActor(),
             searcher_actor,
             ReaderActor(self.index, collections),
             reranker,
-            WriterActor(writer, timeout_s=budget.model_call_s),
-            VerifierActor(functools.partial(verify_async, entailment=self._entailment,
+            writer_actor,
+            VerifierActor(functools.partial(verify_async, judge=self._support_judge,
                                             support_model=self.support_head)),
         ]
+        if self._sufficiency is not None:
+            actors.append(SufficiencyActor(self._sufficiency, timeout_s=budget.model_call_s))
         if self._web is not None:
             scraper = self._scraper()
             scraper.timeout_s = budget.tool_call_s

@@ -4,9 +4,9 @@ A session is stored in the run store (so it survives a restart and is seen by
 every replica) as the JSON of a :class:`~reactive_rag.conversation.SessionState`,
 tenant-scoped exactly like runs (the same 404 for a missing, expired or another
 tenant's session). ``POST /v1/sessions/{id}/runs`` reads the question against
-the conversation (:func:`~reactive_rag.conversation.prepare_turn`), starts the
+the conversation (:func:`~reactive_rag.conversation.aprepare_turn`), starts the
 run of its standalone rewrite through the run manager, and once the run ends
-:class:`SessionManager` appends the turn (:func:`~reactive_rag.conversation.record_turn`)
+:class:`SessionManager` appends the turn (:func:`~reactive_rag.conversation.arecord_turn`)
 and saves the session, whether or not the client is still connected. One run
 at a time per session (in this process): a second one while the first is
 going is a 409 ``session_busy``. Sessions live ``ttl_s`` after their last use
@@ -27,7 +27,7 @@ from typing import Annotated, Any, cast
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
-from reactive_rag.conversation import PreparedTurn, SessionState, prepare_turn, record_turn
+from reactive_rag.conversation import PreparedTurn, SessionState, aprepare_turn, arecord_turn
 from reactive_rag.engine import RunHandle, RunResult
 from reactive_rag.store import SessionNotFound, SessionStore, StoreError, session_id_ok
 from streams import Event
@@ -162,8 +162,9 @@ class SessionManager:
             # Read after marking it busy: the previous turn's save is in what we read.
             record = await self.store.get_session(session_id, tenant.name, touch=False)
             state = _state(record.data, session_id)
-            followups = self.runs.engine_for(tenant.name).judgement.followups
-            prepared = prepare_turn(state, run.question, followups)
+            engine = self.runs.engine_for(tenant.name)
+            prepared = await aprepare_turn(state, run.question, engine.judgement.followups,
+                                           engine.rewriter)
             run_id = await self.runs.start(tenant, prepared.standalone, mode=run.mode,
                                            collections=collections, budget=run.budget,
                                            context=prepared.context, here=True)
@@ -187,7 +188,8 @@ class SessionManager:
         try:
             result = await self._result(run_id, tenant, turn.handle)
             record = await self.store.get_session(session_id, tenant, touch=False)
-            state = record_turn(_state(record.data, session_id), prepared, run_id, result)
+            state = await arecord_turn(_state(record.data, session_id), prepared, run_id,
+                                       result, self.runs.engine_for(tenant).rewriter)
             await self.store.save_session(session_id, state.to_json(), tenant=tenant)
         except SessionNotFound:
             log.info("session %s ended before its run %s did: the turn is not kept",

@@ -452,9 +452,9 @@ function summary(ev) {
     case "conflict.detected": return `sources disagree on ${ev.attribute} of ${ev.subject}: ${(ev.sides || []).map((s, i) => `${s.value} (${s.title || s.chunk_id}, credibility ${s.credibility}${i === ev.preferred ? ", preferred" : ""})`).join(" vs ")}`;
     case "answer.requested": return `${ev.mode}, attempt ${ev.attempt}, ${n(ev.evidence_ids)} passages`;
     case "answer.delta": return ev.text;
-    case "answer.drafted": return `${n(ev.claims)} claims`;
-    case "answer.verified": return `${n(ev.claims)} claims verified${ev.dropped ? `, ${ev.dropped} dropped` : ""}`;
-    case "verify.failed": return `${n(ev.errors)} claims rejected`;
+    case "answer.verified": return `${n(ev.claims)} claims verified${ev.dropped ? `, ${ev.dropped} dropped (${(ev.errors || []).filter((e) => e.index >= 0).map((e) => e.kind).join(", ")})` : ""}${ev.judge_fallback ? `; offline check stood in for the judge: ${ev.judge_fallback.message}` : ""}`;
+    case "verify.failed": return `${n(ev.errors)} claims rejected: ${(ev.errors || []).map((e) => `${e.kind}: ${e.reason}`).join("; ")}`;
+    case "answer.drafted": return `${n(ev.claims)} claims${ev.fallback ? ` (offline writer: ${ev.fallback.message})` : ""}`;
     case "provider.health": return `${ev.provider} is ${ev.state}${ev.detail ? `: ${ev.detail}` : ""}`;
     case "run.fallback": return `${ev.from_mode} → ${ev.to_mode}: ${ev.reason}`;
     case "run.resumed": return `after #${ev.after_seq} (attempt ${ev.attempt}, ${Number(ev.elapsed_s).toFixed(1)} s used before)${ev.reason ? `: ${ev.reason}` : ""}`;

@@ -445,9 +445,12 @@ async def test_cli_record_then_replay_without_servers_config_or_keys(
         web_api.results["searxng"] = [Result(
             url="http://127.0.0.1:9/raft", title="Raft (algorithm)",
             snippet="Raft was designed by Diego Ongaro and John Ousterhout in 2014.")]
+        verdict = json.dumps({"verdict": "answerable", "answer_type": "who",
+                              "covered": ["Raft"], "missing": [], "searches": [],
+                              "reason": "a passage names the designers", "conflicts": []})
         chat.script(stream_reply(tool_calls=[("c1", "search", '{"query": "Raft designers"}')]),
                     stream_reply(tool_calls=[("c2", "answer", "{}")]),
-                    stream_reply(claims), stream_reply(claims))
+                    stream_reply(verdict), stream_reply(claims), stream_reply(claims))
         monkeypatch.setenv("REACTIVE_RAG_SEARXNG_URL", web_api.url("searxng"))
         code, out, err = await _cli(
             ["ask", "Who designed Raft?", "--collection", "notes", "--root", str(notes),

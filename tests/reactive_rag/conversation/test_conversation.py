@@ -20,7 +20,7 @@ from reactive_rag.conversation._history import SUMMARY_TOKENS, HistorySummary, f
 from reactive_rag.index import CorpusIndex
 from reactive_rag.judgement.offline import rewrite_followup
 from reactive_rag.web_kb import PriorEvidenceProvider
-from streams import EvidenceChunk, QueryRewritten, SearchCompleted
+from streams import EvidenceChunk, QueryRewritten, RunStarted, SearchCompleted
 
 from .._corpus import DOCS
 
@@ -131,7 +131,9 @@ async def test_a_follow_up_in_a_session_is_rewritten_on_the_stream_and_answered(
         second = await chat.ask("Which company did he work for?", collections=("demo",))
         rewritten = [e for e in second.events if isinstance(e, QueryRewritten)]
         assert len(rewritten) == 1 and rewritten[0].resolved == {"he": "Felix Hoffmann"}
-        assert second.events[0].question == "Which company did Felix Hoffmann work for?"
+        started = second.events[0]
+        assert isinstance(started, RunStarted)
+        assert started.question == "Which company did Felix Hoffmann work for?"
         assert "Bayer" in second.answer
         # earlier evidence came back through the session provider and is registered here
         providers = {p for e in second.events if isinstance(e, SearchCompleted)
