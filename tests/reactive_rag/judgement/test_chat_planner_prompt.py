@@ -9,7 +9,7 @@ early ``answer()`` gets typed feedback and one retry, then the fallback.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -25,7 +25,7 @@ from reactive_rag.judgement.model._planner import (
     planner_tools,
 )
 from streams import EvidenceChunk, KeyPoint, QueryStat, ToolCall
-from tests.actors._openai_fixtures import FakeOpenAI, Status, fake_openai, stream_reply
+from tests.actors._openai_fixtures import FakeOpenAI, Status, stream_reply
 
 QUESTION = "Which river flows through the city where the Eiffel Tower stands?"
 
@@ -51,18 +51,6 @@ def view(round_: int = 1, evidence: Sequence[EvidenceChunk] = (),
 
 def call(call_id: str, name: str, args: Any) -> tuple[str, str, str]:
     return (call_id, name, args if isinstance(args, str) else json.dumps(args))
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def client(server: FakeOpenAI) -> AsyncIterator[OpenAIChatClient]:
-    async with OpenAIChatClient(server.base_url, model="m", max_retries=0) as c:
-        yield c
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from reactive_rag.judgement.model import (
     RewriteError,
 )
 from reactive_rag.judgement.offline import rewrite_followup
-from tests.actors._openai_fixtures import FakeOpenAI, JsonBody, Status, fake_openai
+from tests.actors._openai_fixtures import FakeOpenAI, JsonBody, Status
 
 PRINTER = Turn(run_id="run-printer", question="What does error E13 on my LaserJet mean?",
                standalone="What does error E13 on my LaserJet mean?", outcome="answered",
@@ -39,12 +39,6 @@ def completion(content: str | dict[str, Any], finish: str = "stop") -> JsonBody:
 
 JAM = completion({"standalone": "How do I clear the paper jam in the LaserJet's rear tray?",
                   "references": [{"reference": "it", "meaning": "the paper jam"}]})
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai() as fake:
-        yield fake
 
 
 @pytest.fixture

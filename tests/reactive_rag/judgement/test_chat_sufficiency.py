@@ -4,7 +4,6 @@ the model decides (the offline verdict is only a hint), conflicts cite given pas
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,7 +13,7 @@ from reactive_rag.judgement import Answerability
 from reactive_rag.judgement._judges import JudgeError
 from reactive_rag.judgement.model._sufficiency import ANSWERABILITY_SCHEMA, ChatSufficiency
 from streams import ConflictSide, EvidenceChunk
-from tests.actors._openai_fixtures import FakeOpenAI, Hang, Status, fake_openai, stream_reply
+from tests.actors._openai_fixtures import FakeOpenAI, Hang, Status, stream_reply
 
 QUESTION = "How many parameters does the model have?"
 BLOG = EvidenceChunk(id="blog#0", title="My take on the new model", score=0.81,
@@ -47,18 +46,6 @@ def judgement(verdict: str = "answerable", **kw: Any) -> str:
     body: dict[str, Any] = {"verdict": verdict, "answer_type": "number", "covered": [],
                             "missing": [], "searches": [], "reason": "", "conflicts": []}
     return json.dumps(body | kw)
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def client(server: FakeOpenAI) -> AsyncIterator[OpenAIChatClient]:
-    async with OpenAIChatClient(server.base_url, model="m", max_retries=0) as c:
-        yield c
 
 
 def user_message(body: dict[str, Any]) -> str:

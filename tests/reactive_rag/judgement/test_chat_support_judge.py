@@ -17,7 +17,6 @@ from tests.actors._openai_fixtures import (
     Hang,
     JsonBody,
     Status,
-    fake_openai,
     stream_reply,
 )
 
@@ -52,12 +51,6 @@ def strict_problems(schema: Any, path: str = "$") -> list[str]:
 def verdicts(*rows: tuple[int, str]) -> str:
     return json.dumps({"verdicts": [{"claim": i, "reason": "r", "label": label}
                                     for i, label in rows]})
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai() as srv:
-        yield srv
 
 
 @pytest.fixture

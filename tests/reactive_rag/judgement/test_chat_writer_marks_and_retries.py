@@ -5,15 +5,12 @@ stated) and a cut reply retried once with a larger limit, never as the same requ
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
-
-import pytest
 
 from actors.models import OpenAIChatClient
 from reactive_rag.judgement.model._writer import ChatWriter, parse_draft
 from streams import EvidenceChunk
-from tests.actors._openai_fixtures import FakeOpenAI, Status, fake_openai, stream_reply
+from tests.actors._openai_fixtures import FakeOpenAI, Status, stream_reply
 
 QUESTION = "Which river flows through Paris?"
 EVIDENCE = [  # best first, as the selector gives them
@@ -35,18 +32,6 @@ def claim(statement: str, source_id: str, quote: str, answers: bool = False) -> 
 ANSWER = claim("The Seine flows through Paris.", "paris#2", "Paris lies on the Seine river",
                answers=True)
 DETAIL = claim("The Seine is 777 km long.", "seine#0", "The Seine is 777 km long.")
-
-
-@pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def client(server: FakeOpenAI) -> AsyncIterator[OpenAIChatClient]:
-    async with OpenAIChatClient(server.base_url, model="m", max_retries=0) as c:
-        yield c
 
 
 def prompt_of(body: dict[str, Any]) -> str:
