@@ -980,7 +980,8 @@ def _end_round(state: RunState, out: list[Command]) -> _Step:
 def _exhausted(state: RunState,
                resource: Literal["steps", "tool_calls", "tokens", "read_tokens", "wall_clock"],
                out: list[Command], *, announce: bool) -> _Step:
-    if state.phase in (Phase.SELECTING, Phase.CHOOSING, Phase.WRITING, Phase.VERIFYING):
+    if state.phase in (Phase.SELECTING, Phase.CHOOSING, Phase.JUDGING, Phase.WRITING,
+                       Phase.VERIFYING):
         return replace(state, exhausted=state.exhausted or resource), out  # already answering
     b = state.budget
     used, limit = {

@@ -231,3 +231,12 @@ def test_a_resumed_run_asks_the_model_judge_again() -> None:
     controller = RunController(state)
     controller._log = [RunStarted(question=QUESTION, seq=1, ts=100.0), stored]
     assert controller._awaited([]) == [stored]
+
+
+def test_a_budget_running_out_while_the_model_judges_does_not_restart_the_answer() -> None:
+    state, _ = judging(Answerability("answerable", "when"))
+    state, out = step(state, BudgetExhausted(resource="wall_clock", actor="runtime", ts=190.0))
+    assert state.phase is Phase.JUDGING and state.exhausted == "wall_clock" and not out
+    state, out = step(state, AnswerabilityJudged(verdict="answerable", by="model", actor="judge",
+                                                 ts=191.0))
+    assert of(out, AnswerRequested)
