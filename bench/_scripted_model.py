@@ -146,6 +146,8 @@ class Reply:
 
 _PUNCT = set(string.punctuation)
 _SENTENCE = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[A-Z0-9\"'(])")
+_OTHERS = "Other passages the run holds"
+"""How the sufficiency prompt heads the held passages not chosen for the writer."""
 _ABBREV_END = re.compile(r"(?:^|[\s(])(?:[A-Z]|[A-Z]\.[A-Z]|Dr|Mr|Mrs|Ms|St|Jr|Sr|Co|Inc|Ltd|Mt|"
                          r"Ft|Vol|Gen|Col|Lt|Sgt|Rev|Prof|Corp|Bros|Dept|Cir|Ave|Rd|v|vs|al|ca|Adm|Capt|Cmdr|"
                          r"Gov|Sen|Rep|Maj|Brig|Pres|No|Nos|"
@@ -616,7 +618,16 @@ class ScriptedModel:
     def _sufficiency(self, body: Mapping[str, Any], question: str) -> dict[str, Any]:
         row = self.known(question)
         users = _contents(body.get("messages") or [], ("user",))
-        shown = self.shown(users)
+        # passages listed as "other passages the run holds" are not the writer's: it adds
+        # those the answer needs (a gold paragraph, or one holding the answer) and judges
+        # the chosen ones plus those
+        chosen_text = [u.split(_OTHERS, 1)[0] for u in users]
+        other_text = [u.split(_OTHERS, 1)[1] for u in users if _OTHERS in u]
+        chosen = self.shown(chosen_text)
+        add = [p for p in self.shown(other_text) if p not in chosen
+               and (p.title in row.gold_titles
+                    or any(_contains(p.text, a) for a in row.answers))]
+        shown = [*chosen, *add]
         titles = [p.title for p in shown]
         visible = "\n".join(users)
         covered = [t for t in row.gold_titles if t in titles]
@@ -627,16 +638,19 @@ class ScriptedModel:
         if not row.gold_titles:
             answerable = bool(shown)
         searches = [name_of(t) for t in missing if mentions(visible, name_of(t))]
+        added = [p.id for p in add]
         if answerable:
             return {"verdict": "answerable", "answer_type": "yes/no" if row.yes_no else "entity",
                     "covered": [name_of(t) for t in covered] or [question], "missing": [],
-                    "searches": [], "reason": "the passages state the answer", "conflicts": []}
+                    "searches": [], "reason": "the passages state the answer", "add": added,
+                    "conflicts": []}
         return {"verdict": "partial" if covered else "unanswerable",
                 "answer_type": "yes/no" if row.yes_no else "entity",
                 "covered": [name_of(t) for t in covered],
                 "missing": ["the other part of the question"],
                 "searches": searches or _rephrasings(question)[:1],
-                "reason": "a part of the question is not in the passages", "conflicts": []}
+                "reason": "a part of the question is not in the passages", "add": added,
+                "conflicts": []}
 
 
 def _searched(messages: Sequence[Mapping[str, Any]]) -> set[str]:

@@ -925,6 +925,8 @@ class AnswerabilityRequested(Event):
     evidence_ids: tuple[str, ...] = ()
     hint_verdict: Literal["answerable", "partial", "unanswerable", ""] = ""
     hint_missing: tuple[str, ...] = ()
+    other_ids: tuple[str, ...] = ()
+    """Held passages not chosen for the writer (best first): the model may add them."""
 
 
 class AnswerabilityJudged(Event):
@@ -949,6 +951,8 @@ class AnswerabilityJudged(Event):
     model: str = ""
     conflicts: tuple[Conflict, ...] = ()
     fallback: ErrorInfo | None = None
+    added: tuple[str, ...] = ()
+    """Held passages the model added to the writer's evidence (the answer needs them)."""
 
 
 class ConflictDetected(Event):

@@ -609,15 +609,18 @@ class SufficiencyActor(Actor):
         if self.view.absorb(msg):
             return None
         assert isinstance(msg, AnswerabilityRequested)
-        passages = [self.view.evidence[i] for i in msg.evidence_ids if i in self.view.evidence]
+        held = self.view.evidence
+        passages = [held[i] for i in msg.evidence_ids if i in held]
+        others = [held[i] for i in msg.other_ids if i in held]
         hint = (Answerability(verdict=msg.hint_verdict, missing=msg.hint_missing)
                 if msg.hint_verdict else None)
-        found = await self.judge.judge(self.view.question, passages, hint)
+        found = await self.judge.judge(self.view.question, passages, hint, others)
         judged = found.judged
         return [AnswerabilityJudged(
             verdict=judged.verdict, answer_type=judged.answer_type, covered=judged.covered,
             missing=judged.missing, reason=judged.reason, searches=judged.searches,
-            by="model", model=self.judge.name, conflicts=found.conflicts)]
+            by="model", model=self.judge.name, conflicts=found.conflicts,
+            added=tuple(i for i in judged.extra_ids if i in msg.other_ids))]
 
     def on_failure(self, msg: Event, exc: BaseException) -> Event | None:
         """A judge failure names the model and, for a stall, the time it was given."""

@@ -122,9 +122,13 @@ class SufficiencyJudge(Protocol):
     name: str
 
     async def judge(
-        self, question: str, passages: Sequence[EvidenceChunk], hint: Answerability | None
+        self, question: str, passages: Sequence[EvidenceChunk], hint: Answerability | None,
+        others: Sequence[EvidenceChunk] = (),
     ) -> ModelAnswerability:
         """The judgement; ``hint`` is the offline verdict, shown as a hint, never a veto.
+
+        ``others`` are passages the run holds that were not chosen for the writer: the
+        model may add those the answer needs (``judged.extra_ids``) and judges with them.
 
         Raises:
             JudgeError: no usable judgement.

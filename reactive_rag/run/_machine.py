@@ -1096,7 +1096,8 @@ def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
     if state.model_judges:
         out.append(AnswerabilityRequested(
             evidence_ids=ids, hint_verdict=hint.verdict if hint is not None else "",
-            hint_missing=hint.missing if hint is not None else ()))
+            hint_missing=hint.missing if hint is not None else (),
+            other_ids=_others(state, ids)))
         return replace(state, phase=Phase.JUDGING, selected=ids, hint=hint), out
     if hint is None:
         return _write(state, ids, out)
@@ -1108,7 +1109,8 @@ def _on_judging(state: RunState, event: Event, out: list[Command]) -> _Step:
     if isinstance(event, AnswerabilityJudged) and event.by == "model":
         judged = Answerability(verdict=event.verdict, answer_type=event.answer_type,
                                covered=event.covered, missing=event.missing,
-                               reason=event.reason, searches=event.searches)
+                               reason=event.reason, searches=event.searches,
+                               extra_ids=event.added)
         conflicts = tuple(_weighed(state, c) for c in event.conflicts)
         return _on_verdict(replace(state, model_conflicts=conflicts), ids, judged, out,
                            announce=False)
@@ -1125,6 +1127,20 @@ def _on_judging(state: RunState, event: Event, out: list[Command]) -> _Step:
         state = replace(state, notes=(*state.notes, f"sufficiency judged offline: {why}"))
         return _on_verdict(state, ids, hint, out, announce=True, fallback=event.error)
     return state, out
+
+
+OTHERS_SHOWN = 8  # held passages outside the writer's pick a model judge may add from
+
+
+def _others(state: RunState, ids: tuple[str, ...]) -> tuple[str, ...]:
+    """Held passages outside the writer's pick, best first: the rerank's shortlist, then
+    what it left out, then the rest by score (spam never)."""
+    chosen = set(ids)
+    ranked = [*state.shortlist, *state.left_out,
+              *(c.id for c in sorted(_candidates(state), key=lambda c: -(c.score or 0.0)))]
+    allowed = {c.id for c in _candidates(state)}
+    out = [i for i in dict.fromkeys(ranked) if i not in chosen and i in allowed]
+    return tuple(out[:OTHERS_SHOWN])
 
 
 def _weighed(state: RunState, conflict: Conflict) -> Conflict:

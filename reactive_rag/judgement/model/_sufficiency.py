@@ -43,12 +43,15 @@ yes/no, a how-to...).
 - missing: the parts they do not answer, in a few words each (empty when answerable).
 - searches: up to 3 search queries that could find what is missing (empty when answerable).
 - reason: one plain sentence saying why.
+- add: ids of "other passages the run holds" (listed after the passages, if any) that the \
+answer needs; judge the verdict on the passages plus those you add. Empty if none.
 - conflicts: passages that disagree on what the question asks (a different year, \
 number or name for the same thing), whatever their titles: for each, the subject, \
 the attribute, and one side per passage with its id, the value it gives and a short \
 quote copied from it. Empty when they agree.
 Reply in this shape: {"verdict": "...", "answer_type": "...", "covered": ["..."], \
-"missing": ["..."], "searches": ["..."], "reason": "...", "conflicts": [{"subject": "...", \
+"missing": ["..."], "searches": ["..."], "reason": "...", "add": ["..."], \
+"conflicts": [{"subject": "...", \
 "attribute": "...", "sides": [{"source_id": "...", "value": "...", "quote": "..."}]}]}
 Judge meaning, not wording: paraphrases, abbreviations, other languages and typos in \
 the question are fine. An offline hint may follow the passages: it comes from word-\
@@ -84,10 +87,11 @@ ANSWERABILITY_SCHEMA: dict[str, Any] = {
         "missing": _STRINGS,
         "searches": _STRINGS,
         "reason": {"type": "string"},
+        "add": _STRINGS,
         "conflicts": {"type": "array", "items": _CONFLICT},
     },
     "required": ["verdict", "answer_type", "covered", "missing", "searches", "reason",
-                 "conflicts"],
+                 "add", "conflicts"],
     "additionalProperties": False,
 }
 """The reply's JSON schema, valid under OpenAI's strict mode (every property required)."""
@@ -140,9 +144,13 @@ class ChatSufficiency:
         self.calls = 0
 
     async def judge(
-        self, question: str, passages: Sequence[EvidenceChunk], hint: Answerability | None
+        self, question: str, passages: Sequence[EvidenceChunk], hint: Answerability | None,
+        others: Sequence[EvidenceChunk] = (),
     ) -> ModelAnswerability:
         """The model's judgement of ``passages`` for ``question``; ``hint`` is shown, not obeyed.
+
+        ``others`` (held, not chosen) are listed briefly after the passages; the model may
+        add those the answer needs.
 
         Raises:
             JudgeError: the call failed or the reply holds no known verdict.
@@ -150,7 +158,7 @@ class ChatSufficiency:
         shown = [c for c in passages if not is_stub(c)] or list(passages)
         messages = [
             {"role": "system", "content": self.system_prompt},
-            {"role": "user", "content": self._prompt(question, shown, hint)},
+            {"role": "user", "content": self._prompt(question, shown, hint, others)},
         ]
         self.calls += 1
         try:
@@ -165,10 +173,11 @@ class ChatSufficiency:
         content = result.content
         if result.finish_reason == "length":
             content = f"(cut off at max_tokens {self.max_tokens}) {content}"
-        return self._parse(content, shown)
+        return self._parse(content, shown, others)
 
     def _prompt(
-        self, question: str, shown: Sequence[EvidenceChunk], hint: Answerability | None
+        self, question: str, shown: Sequence[EvidenceChunk], hint: Answerability | None,
+        others: Sequence[EvidenceChunk] = (),
     ) -> str:
         lines = [f"Question: {question}", "", "Passages:"]
         if not shown:
@@ -176,11 +185,17 @@ class ChatSufficiency:
         for number, chunk in enumerate(shown, 1):
             lines.append(f"{passage_header(number, chunk)}\n"
                          f"{clip_text(chunk.text, self.max_chunk_chars)}")
+        if others:
+            lines += ["", OTHERS_HEADER]
+            for number, chunk in enumerate(others, len(shown) + 1):
+                lines.append(f"{passage_header(number, chunk)}\n"
+                             f"{clip_text(chunk.text, OTHER_CHARS)}")
         if hint is not None:
             lines += ["", _hint_line(hint)]
         return "\n".join(lines)
 
-    def _parse(self, text: str, shown: Sequence[EvidenceChunk]) -> ModelAnswerability:
+    def _parse(self, text: str, shown: Sequence[EvidenceChunk],
+               others: Sequence[EvidenceChunk] = ()) -> ModelAnswerability:
         data = json_object(text)
         raw = data.get("verdict") if data is not None else None
         verdict = _VERDICTS.get(_key(raw)) if isinstance(raw, str) else None
@@ -198,8 +213,29 @@ class ChatSufficiency:
             missing=_strings(data.get("missing")),
             reason=reason,
             searches=searches,
+            extra_ids=_added(data.get("add"), shown, others),
         )
         return ModelAnswerability(judged, _conflicts(data.get("conflicts"), shown))
+
+
+OTHERS_HEADER = ("Other passages the run holds (not chosen for the writer; "
+                 "add any the answer needs):")
+OTHER_CHARS = 300
+"""Text shown of each other passage: enough to tell what it is about."""
+
+
+def _added(raw: Any, shown: Sequence[EvidenceChunk],
+           others: Sequence[EvidenceChunk]) -> tuple[str, ...]:
+    """The other passages the model added, by id or by number (only those listed)."""
+    numbered = {str(n): c.id for n, c in enumerate(others, len(shown) + 1)}
+    ids = {c.id for c in others}
+    out: list[str] = []
+    for item in _strings(raw):
+        key = item.strip().strip("[]() ")
+        found = key if key in ids else numbered.get(key)
+        if found is not None and found not in out:
+            out.append(found)
+    return tuple(out)
 
 
 def _hint_line(hint: Answerability) -> str:

@@ -162,3 +162,21 @@ async def test_a_stalled_server_is_a_judge_error_naming_the_timeout(
     server.script(Hang())
     with pytest.raises(JudgeError, match=r"sufficiency judge 'm' timed out after 0\.3 s"):
         await ChatSufficiency(client, timeout_s=0.3).judge(QUESTION, PASSAGES, None)
+
+
+async def test_held_passages_not_chosen_are_listed_and_the_model_may_add_them(
+        server: FakeOpenAI, client: OpenAIChatClient) -> None:
+    other = EvidenceChunk(id="spec#2", title="Model specification", score=0.40,
+                          text="The model has 130 billion parameters in total. " * 20)
+    stray = EvidenceChunk(id="misc#1", title="Unrelated", text="Nothing about it.")
+    # the model names one by id, one by its number, and one it was never shown
+    server.script(stream_reply(judgement(add=["spec#2", "4", "ghost#0"])))
+
+    found = await ChatSufficiency(client).judge(QUESTION, [BLOG], None, [other, stray])
+
+    prompt = user_message(server.requests[0])
+    head, _, tail = prompt.partition("Other passages the run holds")
+    assert "[1] [blog#0]" in head and "[2] [spec#2]" in tail and "[3] [misc#1]" in tail
+    assert len(tail) < 2 * 300 + 400, "other passages are shown briefly"
+    assert found.judged.extra_ids == ("spec#2",)
+    assert "add" in ANSWERABILITY_SCHEMA["required"]

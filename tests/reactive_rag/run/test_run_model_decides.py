@@ -240,3 +240,16 @@ def test_a_budget_running_out_while_the_model_judges_does_not_restart_the_answer
     state, out = step(state, AnswerabilityJudged(verdict="answerable", by="model", actor="judge",
                                                  ts=191.0))
     assert of(out, AnswerRequested)
+
+
+def test_the_model_judge_sees_the_held_passages_not_chosen_and_may_add_them() -> None:
+    held = {i: chunk(i) for i in ("a", "b", "c", "d")}
+    state, out = judging(Answerability("partial", "when", missing=("born",)), held=held)
+    state = replace(state, phase=Phase.SELECTING)
+    state, out = final_rerank(state, ["a", "b"])  # the rerank kept two; c, d left out
+    (asked,) = of(out, AnswerabilityRequested)
+    assert asked.evidence_ids == ("a", "b") and set(asked.other_ids) == {"c", "d"}
+    state, out = step(state, AnswerabilityJudged(verdict="answerable", by="model",
+                                                 added=("d",), actor="judge", ts=101.0))
+    (write,) = of(out, AnswerRequested)
+    assert write.evidence_ids == ("a", "b", "d")
