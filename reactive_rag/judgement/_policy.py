@@ -7,7 +7,7 @@ decision or a draft, and the run's state machine checks everything they say.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
@@ -230,13 +230,13 @@ class WriterPolicy(Protocol):
         *,
         mode: WriteMode,
         errors: Sequence[ClaimError] = (),
-        emit_delta: Callable[[str, int | None], None] | None = None,
     ) -> Draft:
         """Return a draft whose claims cite ``evidence`` ids with exact quotes.
 
-        ``emit_delta(text, claim_index)`` streams pieces of the answer as they are
-        written. ``mode="repair"`` gets the verifier's ``errors`` for the previous
-        draft; ``mode="finalize"`` is the budget-exhausted path (evidence only).
+        Nothing is streamed while writing: a draft is not verified yet (the verifier
+        publishes the text of the claims it keeps). ``mode="repair"`` gets the verifier's
+        ``errors`` for the previous draft; ``mode="finalize"`` is the budget-exhausted path
+        (evidence only).
         """
         ...
 

@@ -1,10 +1,10 @@
-"""A writer policy backed by a chat model: claims with quotes, as JSON, streamed.
+"""A writer policy backed by a chat model: claims with quotes, as JSON.
 
-The model is asked for ``{"claims": [{"statement", "source_id", "quote",
+The model is asked for ``{"lead", "claims": [{"statement", "source_id", "quote",
 "answers"}]}`` over numbered evidence whose ids are shown (most relevant at
 both ends of the list, where models read best; passages that only repeat
-their title are left out). Its statements stream out through ``emit_delta``
-while it writes (parsed from the partial JSON), and the final text is parsed
+their title are left out). Nothing is streamed from here: a draft is not yet
+verified (the verifier publishes the text of what it keeps). The reply is parsed
 robustly (code fences, prose around the JSON, a reply cut off at the token
 limit). The parser never drops a claim the model wrote: one citing an id that
 was not given, or with an empty field, is passed on as written so the
@@ -25,8 +25,6 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-import pydantic_core
 
 from actors.models import ChatError, ChatModel, ChatRequest, ChatResult
 from actors.rerank import edges_order
@@ -159,15 +157,13 @@ class ChatWriter(WriterBase):
         *,
         mode: WriteMode,
         errors: Sequence[ClaimError] = (),
-        emit_delta: Callable[[str, int | None], None] | None = None,
     ) -> Draft:
         """Ask the model for claims over ``evidence`` (best first); pass every claim on."""
         if not evidence:  # nothing could be cited: no model call
             return Draft(text="", claims=(), notes=("no evidence was given",))
         previous = self._last[1] if self._last and self._last[0] == question else ()
         best = [c for c in evidence if not is_stub(c)] or list(evidence)
-        streamer = _StatementStreamer(emit_delta)
-        ask = _Ask(question, mode, tuple(errors), tuple(previous), streamer)
+        ask = _Ask(question, mode, tuple(errors), tuple(previous))
         shown = self._arrange(best)
         result = await self._call(ask, shown, self.max_tokens)
         calls = [result]
@@ -224,7 +220,6 @@ class ChatWriter(WriterBase):
         what = f"retried with max_tokens {tokens}"
         if len(retry_shown) < len(shown):
             what += f" and {len(retry_shown)} of {len(shown)} passages"
-        ask.streamer.restart()
         try:
             result = await self._call(ask, retry_shown, tokens, cut_at=self.max_tokens)
         except ChatError as exc:
@@ -252,7 +247,6 @@ class ChatWriter(WriterBase):
         return await self.model.complete(ChatRequest(
             messages,
             timeout_s=timeout,
-            on_delta=ask.streamer.feed if ask.streamer.emit is not None else None,
             temperature=self.temperature,
             max_tokens=max_tokens,
             response_format={"type": "json_object"} if self.json_mode else None,
@@ -297,7 +291,6 @@ class _Ask:
     mode: WriteMode
     errors: tuple[ClaimError, ...]
     previous: tuple[Claim, ...]
-    streamer: _StatementStreamer
 
 
 def _keep(
@@ -311,50 +304,6 @@ def _keep(
         return claims[:limit], answer
     notes.append(f"kept the answer claim {answer} in place of claim {limit - 1}")
     return [*claims[: limit - 1], claims[answer]], limit - 1
-
-
-class _StatementStreamer:
-    """Turns the streaming JSON into ``emit_delta(statement piece, claim index)`` calls.
-
-    After :meth:`restart` (a retried call) it goes on from what it sent: a
-    statement written again is only extended, never sent twice.
-    """
-
-    def __init__(self, emit: Callable[[str, int | None], None] | None) -> None:
-        self.emit = emit
-        self.buffer = ""
-        self.sent: list[str] = []
-
-    def restart(self) -> None:
-        self.buffer = ""
-
-    def feed(self, piece: str) -> None:
-        if self.emit is None:
-            return
-        self.buffer += piece
-        start = self.buffer.find("{")
-        if start < 0:
-            return
-        try:
-            partial: Any = pydantic_core.from_json(
-                self.buffer[start:], allow_partial="trailing-strings"
-            )
-        except ValueError:
-            return  # e.g. cut inside an escape sequence: the next piece completes it
-        claims = partial.get("claims") if isinstance(partial, dict) else None
-        if not isinstance(claims, list):
-            return
-        for index, claim in enumerate(claims):
-            statement = claim.get("statement") if isinstance(claim, dict) else None
-            if not isinstance(statement, str):
-                continue
-            while len(self.sent) <= index:
-                self.sent.append("")
-            done = self.sent[index]
-            if statement.startswith(done) and len(statement) > len(done):
-                text = statement[len(done) :]
-                self.sent[index] = statement
-                self.emit((" " + text) if index and not done else text, index)
 
 
 _FENCE = re.compile(r"```(?:json)?", re.IGNORECASE)

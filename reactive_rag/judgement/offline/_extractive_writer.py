@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -300,9 +300,8 @@ class ExtractiveWriter(WriterBase):
         *,
         mode: WriteMode = "answer",
         errors: Sequence[ClaimError] = (),
-        emit_delta: Callable[[str, int | None], None] | None = None,
     ) -> Draft:
-        """Select sentences and stream them as cited claims (see the class docstring)."""
+        """Select sentences as cited claims (see the class docstring)."""
         banned_quotes: set[tuple[str, str]] = set()
         banned_chunks: set[str] = set()
         notes: list[str] = []
@@ -337,15 +336,11 @@ class ExtractiveWriter(WriterBase):
                 rest = [c for c in claims if (c.source_id, c.quote) not in quoted]
                 claims = [*verdict.claims, *rest][: max(self.max_claims, len(verdict.claims))]
         parts: list[str] = [lead] if lead else []
-        if lead and emit_delta is not None:
-            emit_delta(lead, None)
         for i, claim in enumerate(claims):
             piece = f"{claim.statement} [{i + 1}]"
             if parts:
                 piece = " " + piece
             parts.append(piece)
-            if emit_delta is not None:
-                emit_delta(piece, i)
         if not claims:
             notes.append("no usable sentence in the evidence")
         if mode == "finalize":

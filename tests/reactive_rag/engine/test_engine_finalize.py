@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from reactive_rag.engine._engine import Engine
 from reactive_rag.index import CorpusIndex
@@ -34,11 +34,9 @@ class AwaitingWriter:
         self.inner, self.delay_s = inner, delay_s
 
     async def write(self, question: str, evidence: Sequence[EvidenceChunk], *, mode: WriteMode,
-                    errors: Sequence[ClaimError] = (),
-                    emit_delta: Callable[[str, int | None], None] | None = None) -> Draft:
+                    errors: Sequence[ClaimError] = ()) -> Draft:
         await asyncio.sleep(self.delay_s)
-        return await self.inner.write(question, evidence, mode=mode, errors=errors,
-                                      emit_delta=emit_delta)
+        return await self.inner.write(question, evidence, mode=mode, errors=errors)
 
 
 def _engine(index: CorpusIndex, delay_s: float) -> Engine:

@@ -366,10 +366,9 @@ class FirstDraftMisquotes:
         self._inner = ExtractiveWriter(embedder, max_claims=3, min_gain=0.15)
 
     async def write(self, question: str, evidence: Sequence[EvidenceChunk], *, mode: Any,
-                    errors: Sequence[Any] = (), emit_delta: Any = None) -> Draft:
+                    errors: Sequence[Any] = ()) -> Draft:
         draft = await self._inner.write(question, evidence,
-                                        mode="answer" if mode == "repair" else mode,
-                                        emit_delta=emit_delta)
+                                        mode="answer" if mode == "repair" else mode)
         if mode == "repair":
             return draft
         wrong = tuple(c.model_copy(update={"quote": "words that are not in the source"})

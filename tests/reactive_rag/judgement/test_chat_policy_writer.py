@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
@@ -45,16 +44,12 @@ async def writer(server: FakeOpenAI) -> AsyncIterator[ChatWriter]:
         yield ChatWriter(client)
 
 
-async def test_claims_stream_as_statement_deltas_and_parse_from_fenced_json(
+async def test_claims_parse_from_fenced_json_in_a_streamed_reply(
     server: FakeOpenAI, writer: ChatWriter
 ) -> None:
     reply = f"Here is the answer:\n```json\n{GOOD}\n```\nI hope this helps!"
     server.script(stream_reply(reply, usage=(300, 80), piece=3))
-    deltas: list[tuple[str, int | None]] = []
-
-    draft = await writer.write(
-        QUESTION, EVIDENCE, mode="answer", emit_delta=lambda t, i: deltas.append((t, i))
-    )
+    draft = await writer.write(QUESTION, EVIDENCE, mode="answer")
 
     assert draft.claims == (
         Claim(statement="The Seine flows through Paris.", source_id="paris#2",
@@ -64,11 +59,6 @@ async def test_claims_stream_as_statement_deltas_and_parse_from_fenced_json(
     )
     assert draft.text == "The Seine flows through Paris. It is 777 km long."
     assert draft.tokens == 380
-    assert len(deltas) > 4  # streamed in pieces, not at the end
-    assert "".join(t for t, i in deltas if i == 0) == "The Seine flows through Paris."
-    assert "".join(t for t, i in deltas if i == 1) == " It is 777 km long."
-    assert "".join(t for t, _ in deltas) == draft.text
-    assert "{" not in "".join(t for t, _ in deltas)  # the reader never sees raw JSON
 
 
 async def test_prompt_numbers_the_evidence_with_ids_and_asks_for_json(
@@ -170,13 +160,9 @@ async def test_a_reply_with_no_json_gives_an_empty_draft_not_an_error(
     server: FakeOpenAI, writer: ChatWriter
 ) -> None:
     server.script(stream_reply("Sources: Paris lies on the Seine river. Answer: the Seine"))
-    deltas: list[Any] = []
+    draft = await writer.write(QUESTION, EVIDENCE, mode="answer")
 
-    draft = await writer.write(
-        QUESTION, EVIDENCE, mode="answer", emit_delta=lambda t, i: deltas.append(t)
-    )
-
-    assert draft.claims == () and draft.text == "" and deltas == []
+    assert draft.claims == () and draft.text == ""
     assert any("no JSON claims" in n for n in draft.notes)
 
 

@@ -221,20 +221,6 @@ async def test_a_failed_retry_keeps_the_complete_claims_of_the_cut_reply(
     assert any("retry failed" in n for n in draft.notes)
 
 
-async def test_deltas_are_not_sent_twice_when_a_cut_reply_is_retried(
-    server: FakeOpenAI, client: OpenAIChatClient
-) -> None:
-    full = reply(ANSWER, DETAIL)
-    server.script(stream_reply(full[:60], finish="length"), stream_reply(full))
-    deltas: list[tuple[str, int | None]] = []
-
-    draft = await ChatWriter(client).write(
-        QUESTION, EVIDENCE, mode="answer", emit_delta=lambda t, i: deltas.append((t, i)))
-
-    assert "".join(t for t, i in deltas if i == 0) == draft.claims[0].statement
-    assert "".join(t for t, i in deltas if i == 1) == " " + draft.claims[1].statement
-
-
 async def test_a_yes_no_verdict_comes_as_the_lead_and_the_claims_keep_the_facts(
     server: FakeOpenAI, client: OpenAIChatClient
 ) -> None:

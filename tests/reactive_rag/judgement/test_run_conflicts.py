@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
@@ -241,12 +241,9 @@ class _Policy:
         self.errors: list[Sequence[ClaimError]] = []
 
     async def write(self, question: str, evidence: Sequence[EvidenceChunk], *,
-                    mode: WriteMode, errors: Sequence[ClaimError] = (),
-                    emit_delta: Callable[[str, int | None], None] | None = None) -> Draft:
+                    mode: WriteMode, errors: Sequence[ClaimError] = ()) -> Draft:
         self.errors.append(tuple(errors))
         claim = Claim(statement="She studied law.", source_id="reg", quote="She studied law.")
-        if emit_delta is not None:
-            emit_delta("She studied law. [1]", 0)
         return Draft(text="She studied law. [1]", claims=(claim,))
 
 
