@@ -57,7 +57,7 @@ from actors.models import (
     RawToolCall,
     function_tool,
 )
-from actors.text import content_terms, url_host, url_key
+from actors.text import content_terms, url_key
 from streams import (
     Event,
     EvidenceChunk,
@@ -70,6 +70,7 @@ from streams import (
 )
 
 from .._policy import Decision, PlannerBase, PlannerView, Rejection
+from ._passages import clip_text, is_stub, is_web, passage_header
 
 __all__ = [
     "DEFAULT_PLANNER_PROMPT",
@@ -838,7 +839,7 @@ class ChatPlanner(PlannerBase):
                 f"unknown result id {args.result_id!r}: use only ids of web results shown "
                 "in tool results"
             )
-        if not _is_web(chunk):
+        if not is_web(chunk):
             return (
                 f"{chunk.id!r} is not a web result: open_page opens only web pages "
                 "(use read for the passages around it)"
@@ -1056,20 +1057,17 @@ class ChatPlanner(PlannerBase):
                       for p in view.points if chunk.id in p.chunk_ids]
             if not lines:
                 lines.append("(text compacted; not among the key points)")
-        elif _is_stub(chunk.title, text):
+        elif is_stub(chunk.title, text):
             return None
         else:
             lines.append(text)
         number = self._numbers.setdefault(chunk.id, len(self._numbers) + 1)
-        head = _head(number, chunk)
+        head = passage_header(number, chunk)
         terms = frozenset(content_terms(" ".join([chunk.title, *lines])))
         return _Part("\n".join([head, *lines]), chunk_id=chunk.id, head=head, terms=terms)
 
     def _cut(self, text: str) -> str:
-        text = " ".join(text.split())
-        if len(text) > self.max_chunk_chars:
-            text = text[: self.max_chunk_chars].rsplit(" ", 1)[0] + " ..."
-        return text
+        return clip_text(text, self.max_chunk_chars, " ...")
 
     def _status(self, view: PlannerView) -> list[str]:
         parts = []
@@ -1149,34 +1147,6 @@ def _text(parts: Sequence[_Part]) -> str:
     return "\n".join(p.text for p in parts)
 
 
-_WORD = re.compile(r"\w+")
-
-
-def _is_stub(title: str, text: str) -> bool:
-    """Empty, or no word that its title does not already hold."""
-    words = set(_WORD.findall(text.casefold()))
-    if not words:
-        return True
-    title_words = set(_WORD.findall(title.casefold()))
-    return bool(title_words) and words <= title_words
-
-
-def _head(number: int, chunk: EvidenceChunk) -> str:
-    """``[n] [id] title (score 0.83; snippet from host)``: the passage's first line."""
-    tags: list[str] = []
-    if chunk.score is not None:
-        tags.append(f"score {chunk.score:.2f}")
-    if _is_web(chunk):
-        host = url_host(chunk.url)
-        if chunk.snippet:
-            tags.append(f"snippet from {host}" if host else "snippet")
-        elif host:
-            tags.append(host)
-    title = f" {chunk.title}" if chunk.title else ""
-    tag = f" ({'; '.join(tags)})" if tags else ""
-    return f"[{number}] [{chunk.id}]{title}{tag}"
-
-
 def _nudge_of(result: ChatResult, pending: Sequence[_Pending]) -> _Nudge | None:
     """The kind of turn the planner did not take at its word, if this was one."""
     if not result.tool_calls:
@@ -1226,10 +1196,6 @@ def _describe(call: ToolCall, n: int, record: QueryStat | None = None) -> str:
                 f"{'s' if record.hits != 1 else ''} had all been shown before or fell under "
                 "the relevance floor (search what is still missing instead)")
     return f"{what}: {n} new passage{s}" + (":" if n else " (nothing new)")
-
-
-def _is_web(chunk: EvidenceChunk) -> bool:
-    return chunk.url.lower().startswith(("http://", "https://"))
 
 
 def _feedback_notes(feedback: Sequence[Feedback], today: str) -> list[str]:

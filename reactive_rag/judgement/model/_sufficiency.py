@@ -25,8 +25,8 @@ from streams import Conflict, ConflictSide, EvidenceChunk
 
 from .._judges import JudgeError, ModelAnswerability
 from .._verdicts import Answerability, Verdict
+from ._passages import clip_text, is_stub, passage_header
 from ._support import ResponseFormat, json_object, judge_error, response_format
-from ._writer import clip_text, is_stub, passage_header
 
 __all__ = ["ANSWERABILITY_SCHEMA", "DEFAULT_SUFFICIENCY_PROMPT", "ChatSufficiency"]
 
@@ -155,7 +155,7 @@ class ChatSufficiency:
         Raises:
             JudgeError: the call failed or the reply holds no known verdict.
         """
-        shown = [c for c in passages if not is_stub(c)] or list(passages)
+        shown = [c for c in passages if not is_stub(c.title, c.text)] or list(passages)
         messages = [
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": self._prompt(question, shown, hint, others)},

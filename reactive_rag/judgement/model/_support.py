@@ -25,7 +25,7 @@ from typing import Any, Literal
 from actors.models import ChatError, ChatModel, ChatRequest, ChatResult, ChatTimeout
 
 from .._judges import JudgeError, SupportItem, SupportLabel, SupportVerdict
-from ._writer import clip_text
+from ._passages import clip_text
 
 __all__ = [
     "DEFAULT_SUPPORT_PROMPT",

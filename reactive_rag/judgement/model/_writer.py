@@ -31,16 +31,14 @@ from actors.rerank import edges_order
 from streams import Claim, ClaimError, EvidenceChunk, WriteMode
 
 from .._policy import Draft, WriterBase
+from ._passages import clip_text, is_stub, passage_header
 
 __all__ = [
     "DEFAULT_WRITER_PROMPT",
     "ChatWriter",
     "ParsedClaims",
-    "clip_text",
-    "is_stub",
     "parse_claims",
     "parse_draft",
-    "passage_header",
 ]
 
 DEFAULT_WRITER_PROMPT = """\
@@ -61,29 +59,6 @@ supports the statement.
 for the others.
 Write 1 to 4 claims, the answer first. If the evidence does not answer the \
 question, reply {"claims": []}."""
-
-_WORD = re.compile(r"\w+")
-
-
-def is_stub(chunk: EvidenceChunk) -> bool:
-    """Whether the passage's text only repeats its title (nothing to answer or quote from)."""
-    words = set(_WORD.findall(chunk.text.casefold()))
-    return words <= set(_WORD.findall(chunk.title.casefold()))
-
-
-def passage_header(number: int, chunk: EvidenceChunk) -> str:
-    """``[n] [<id>] <title> (score s)``: how every model prompt names a passage."""
-    title = f" {chunk.title}" if chunk.title else ""
-    score = f" (score {chunk.score:.2f})" if chunk.score is not None else ""
-    return f"[{number}] [{chunk.id}]{title}{score}"
-
-
-def clip_text(text: str, max_chars: int) -> str:
-    """``text`` with whitespace collapsed, cut at a word boundary to ``max_chars``."""
-    flat = " ".join(text.split())
-    if len(flat) <= max_chars:
-        return flat
-    return flat[:max_chars].rsplit(" ", 1)[0]
 
 
 class ChatWriter(WriterBase):
@@ -162,7 +137,7 @@ class ChatWriter(WriterBase):
         if not evidence:  # nothing could be cited: no model call
             return Draft(text="", claims=(), notes=("no evidence was given",))
         previous = self._last[1] if self._last and self._last[0] == question else ()
-        best = [c for c in evidence if not is_stub(c)] or list(evidence)
+        best = [c for c in evidence if not is_stub(c.title, c.text)] or list(evidence)
         ask = _Ask(question, mode, tuple(errors), tuple(previous))
         shown = self._arrange(best)
         result = await self._call(ask, shown, self.max_tokens)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -60,15 +60,8 @@ def call(call_id: str, name: str, args: Any) -> tuple[str, str, str]:
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def planner(server: FakeOpenAI) -> AsyncIterator[ChatPlanner]:
-    async with OpenAIChatClient(server.base_url, model="m", max_retries=0) as client:
-        yield ChatPlanner(client)
+def planner(client: OpenAIChatClient) -> ChatPlanner:
+    return ChatPlanner(client)
 
 
 def tool_messages(messages: list[dict[str, Any]]) -> dict[str, str]:

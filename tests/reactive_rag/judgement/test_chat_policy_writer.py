@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -11,7 +10,7 @@ from actors.models._chat import OpenAIChatClient
 from actors.models._chat_exceptions import ChatServerError
 from reactive_rag.judgement.model._writer import ChatWriter, parse_claims
 from streams import Claim, ClaimError, EvidenceChunk
-from tests.actors._openai_fixtures import FakeOpenAI, Status, fake_openai, stream_reply
+from tests.actors._openai_fixtures import FakeOpenAI, Status, stream_reply
 
 QUESTION = "Which river flows through Paris?"
 EVIDENCE = [
@@ -33,15 +32,8 @@ GOOD = claims_json(
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[FakeOpenAI]:
-    async with fake_openai() as srv:
-        yield srv
-
-
-@pytest.fixture
-async def writer(server: FakeOpenAI) -> AsyncIterator[ChatWriter]:
-    async with OpenAIChatClient(server.base_url, model="m", max_retries=0) as client:
-        yield ChatWriter(client)
+def writer(client: OpenAIChatClient) -> ChatWriter:
+    return ChatWriter(client)
 
 
 async def test_claims_parse_from_fenced_json_in_a_streamed_reply(

@@ -20,6 +20,8 @@ from reactive_rag.judgement.model import (
 from reactive_rag.judgement.offline import rewrite_followup
 from tests.actors._openai_fixtures import FakeOpenAI, JsonBody, Status
 
+from ._schemas import strict_problems
+
 PRINTER = Turn(run_id="run-printer", question="What does error E13 on my LaserJet mean?",
                standalone="What does error E13 on my LaserJet mean?", outcome="answered",
                answer="E13 on a LaserJet means a paper jam in the rear tray. False alarms "
@@ -48,22 +50,6 @@ async def rewriter(server: FakeOpenAI) -> AsyncIterator[ChatRewriter]:
         yield ChatRewriter(client, max_tokens=64)
     finally:
         await client.aclose()
-
-
-def strict_problems(schema: dict[str, Any], path: str = "$") -> list[str]:
-    """Where ``schema`` breaks OpenAI's strict mode (objects closed, every property required)."""
-    problems: list[str] = []
-    if schema.get("type") == "object":
-        props = schema.get("properties", {})
-        if schema.get("additionalProperties") is not False:
-            problems.append(f"{path}: additionalProperties is not false")
-        if sorted(schema.get("required", [])) != sorted(props):
-            problems.append(f"{path}: required does not list every property")
-        for name, sub in props.items():
-            problems += strict_problems(sub, f"{path}.{name}")
-    if schema.get("type") == "array":
-        problems += strict_problems(schema["items"], f"{path}[]")
-    return problems
 
 
 def test_the_schemas_are_valid_in_openai_strict_mode() -> None:

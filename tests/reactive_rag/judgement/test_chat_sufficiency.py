@@ -15,6 +15,8 @@ from reactive_rag.judgement.model._sufficiency import ANSWERABILITY_SCHEMA, Chat
 from streams import ConflictSide, EvidenceChunk
 from tests.actors._openai_fixtures import FakeOpenAI, Hang, Status, stream_reply
 
+from ._schemas import strict_problems
+
 QUESTION = "How many parameters does the model have?"
 BLOG = EvidenceChunk(id="blog#0", title="My take on the new model", score=0.81,
                      text="Rumour says the model has 70 billion parameters, wow.")
@@ -22,24 +24,6 @@ DOCS = EvidenceChunk(id="docs#4", title="Model card", score=0.77,
                      text="The model has 130 billion parameters and a 32k context.")
 STUB = EvidenceChunk(id="card#9", title="Model card (disambiguation)", text="Model card")
 PASSAGES = [BLOG, DOCS, STUB]
-
-
-def strict_problems(schema: Any, path: str = "$") -> list[str]:
-    """Where ``schema`` breaks OpenAI strict mode (objects closed, every property required)."""
-    problems: list[str] = []
-    if isinstance(schema, dict):
-        if schema.get("type") == "object" or "properties" in schema:
-            props = list(schema.get("properties", {}))
-            if schema.get("additionalProperties") is not False:
-                problems.append(f"{path}: additionalProperties is not false")
-            if sorted(schema.get("required", [])) != sorted(props):
-                problems.append(f"{path}: required {schema.get('required')} != {props}")
-        for key, sub in schema.items():
-            problems += strict_problems(sub, f"{path}.{key}")
-    elif isinstance(schema, list):
-        for i, sub in enumerate(schema):
-            problems += strict_problems(sub, f"{path}[{i}]")
-    return problems
 
 
 def judgement(verdict: str = "answerable", **kw: Any) -> str:

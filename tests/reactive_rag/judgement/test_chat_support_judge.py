@@ -20,6 +20,8 @@ from tests.actors._openai_fixtures import (
     stream_reply,
 )
 
+from ._schemas import strict_problems
+
 QUESTION = "Which country is the band from?"
 PASSAGE = "The Kooks are an English indie rock band formed in Brighton in 2004."
 ITEMS = [
@@ -28,24 +30,6 @@ ITEMS = [
     SupportItem(1, "It was formed in 2004.", "formed in Brighton in 2004",
                 "kooks#0", "The Kooks", PASSAGE),
 ]
-
-
-def strict_problems(schema: Any, path: str = "$") -> list[str]:
-    """Where ``schema`` breaks OpenAI strict mode (objects closed, every property required)."""
-    problems: list[str] = []
-    if isinstance(schema, dict):
-        if schema.get("type") == "object" or "properties" in schema:
-            props = list(schema.get("properties", {}))
-            if schema.get("additionalProperties") is not False:
-                problems.append(f"{path}: additionalProperties is not false")
-            if sorted(schema.get("required", [])) != sorted(props):
-                problems.append(f"{path}: required {schema.get('required')} != {props}")
-        for key, sub in schema.items():
-            problems += strict_problems(sub, f"{path}.{key}")
-    elif isinstance(schema, list):
-        for i, sub in enumerate(schema):
-            problems += strict_problems(sub, f"{path}[{i}]")
-    return problems
 
 
 def verdicts(*rows: tuple[int, str]) -> str:
