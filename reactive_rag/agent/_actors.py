@@ -346,7 +346,19 @@ def _date_of(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts, _dt.UTC).date().isoformat()
 
 
-class SelectorActor(Actor):
+class _ViewingActor(Actor):
+    """An actor that needs only the run's question and evidence registry, from the stream
+    (and, on a resumed run, from its stored events)."""
+
+    def __init__(self) -> None:
+        self.view = _RunView()
+
+    def on_restore(self, events: Sequence[Event]) -> None:
+        """Rebuild the question and evidence registry from a run's stored events."""
+        self.view.restore(events)
+
+
+class SelectorActor(_ViewingActor):
     """Chooses the writer's evidence from the final rerank's shortlist (agent runs).
 
     The rerank orders passages by the question alone, which drops the second
@@ -359,13 +371,6 @@ class SelectorActor(Actor):
     name = "selector"
     handles = ("run.started", "evidence.registered", "selection.requested")
     finalizes = True
-
-    def __init__(self) -> None:
-        self.view = _RunView()
-
-    def on_restore(self, events: Sequence[Event]) -> None:
-        """Rebuild the question and evidence registry from a run's stored events."""
-        self.view.restore(events)
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):
@@ -533,7 +538,7 @@ class VerifyFunction(Protocol):
     ) -> VerificationLike | Awaitable[VerificationLike]: ...
 
 
-class VerifierActor(Actor):
+class VerifierActor(_ViewingActor):
     """Checks every claim of a draft against this run's evidence and question, in code.
 
     Only verified text reaches a viewer: the answer's deltas (``answer.delta``) are
@@ -546,12 +551,8 @@ class VerifierActor(Actor):
     finalizes = True
 
     def __init__(self, verify: VerifyFunction) -> None:
+        super().__init__()
         self.verify = verify
-        self.view = _RunView()
-
-    def on_restore(self, events: Sequence[Event]) -> None:
-        """Rebuild the question and evidence registry from a run's stored events."""
-        self.view.restore(events)
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):
@@ -584,7 +585,7 @@ class VerifierActor(Actor):
                              kept=tuple(result.kept), judge_fallback=result.judge_failure)]
 
 
-class SufficiencyActor(Actor):
+class SufficiencyActor(_ViewingActor):
     """Asks a model judge whether the chosen evidence answers the question (the model decides).
 
     The offline rules' verdict rides along as a hint the model may overrule; a
@@ -597,13 +598,9 @@ class SufficiencyActor(Actor):
     finalizes = True
 
     def __init__(self, judge: SufficiencyJudge, *, timeout_s: float = 30.0) -> None:
+        super().__init__()
         self.judge = judge
         self.timeout_s = timeout_s
-        self.view = _RunView()
-
-    def on_restore(self, events: Sequence[Event]) -> None:
-        """Rebuild the question and evidence registry from a run's stored events."""
-        self.view.restore(events)
 
     async def on_receive(self, msg: Event, ctx: ActorContext) -> Sequence[Event] | None:
         if self.view.absorb(msg):

@@ -54,7 +54,9 @@ from reactive_rag.judgement.offline import (
     LEAD_WORDS,
     EmbeddingSupport,
     SupportWeights,
+    pronoun_resolved,
     support_score,
+    without_verdict,
 )
 from streams import Claim, ClaimError, ClaimErrorKind, ErrorInfo, EvidenceChunk
 
@@ -620,37 +622,11 @@ class _Checks:
                                 title=chunk.title, weights=self.support_weights)
         if self.support_model is not None:
             support = self.support_model.rescore(
-                support, statement, _pronoun_resolved(claim.quote, statement, chunk.title))
+                support, statement, pronoun_resolved(claim.quote, statement, chunk.title))
         if support.score < self.support_threshold:
             return "unsupported", (f"statement not supported by its quote: {support.explain()} "
                                    f"(support {support.score:.2f} < {self.support_threshold:.2f})")
         return None
-
-
-_VERDICT = re.compile(r"^\s*(?:yes|no|是的|是|不是|否|对|不对)\s*"
-                      r"[:,;.!\u2014\u2013\uff0c\uff1a\u3002-]\s*", re.IGNORECASE)
-
-
-def without_verdict(statement: str) -> str:
-    """A statement without the yes/no that answers the question before it ("No: X was
-    born in 1950" states that X was born in 1950; the "No" is the writer's inference,
-    checked as a lead is, not a negation of the fact)."""
-    rest = _VERDICT.sub("", statement, count=1)
-    return rest if rest.strip() else statement
-
-
-_PRONOUN_START = re.compile(r"^\s*(?:it|he|she|they|this|these)\b", re.IGNORECASE)
-
-
-def _pronoun_resolved(quote: str, statement: str, title: str) -> str:
-    """The quote with a leading pronoun read as the passage's subject, when the statement
-    names it ("It was hosted by ..." under the title the statement starts with): the
-    quote's words then line up with the statement's for the embedding factor."""
-    subject = re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
-    if not subject or not _PRONOUN_START.match(quote) or _PRONOUN_START.match(statement) \
-            or subject.casefold() not in statement.casefold():
-        return quote
-    return _PRONOUN_START.sub(subject, quote, count=1)
 
 
 # --- relevance to the question -------------------------------------------------------

@@ -17,7 +17,14 @@ from ._question import desubjectivize, extract_entities, question_entities
 from ._rewrite import rewrite_followup
 from ._soft_failures import spam_flags, stale_flag
 from ._sufficiency import QuestionNeeds, analyse_question, judge_answerability
-from ._support import DEFAULT_SUPPORT_WEIGHTS, SupportScore, SupportWeights, support_score
+from ._support import (
+    DEFAULT_SUPPORT_WEIGHTS,
+    SupportScore,
+    SupportWeights,
+    pronoun_resolved,
+    support_score,
+    without_verdict,
+)
 from ._support_head import (
     DEFAULT_SUPPORT_HEAD_PATH,
     EmbeddingSupport,
@@ -62,10 +69,12 @@ __all__ = [
     "normalize_query",
     "offline_judgement",
     "polarity_flips",
+    "pronoun_resolved",
     "question_entities",
     "rewrite_followup",
     "select_evidence",
     "spam_flags",
     "stale_flag",
     "support_score",
+    "without_verdict",
 ]
