@@ -668,9 +668,12 @@ def bearing_on_question(
     A claim bears on the question when its statement, quote and chunk title
     share a content word (not a frame word such as "year" or "name") with it,
     when the passage it quotes holds at least half of the question's content
-    words (two at least), or, transitively, when it is about what a bearing claim of the same draft
-    talks about (its chunk title or a name it mentions occurs in that claim or
-    in that claim's passage, or the other way round), or cites the same document. A question without
+    words (two at least: a model often quotes the sentence that names the answer,
+    "X is an American musician", and not the one that says why it was asked;
+    added for the chat path, issue 25, from drops on the HotpotQA tuning rows),
+    or, transitively, when it is about what a bearing claim of the same draft
+    talks about (its chunk title or a name it mentions occurs in that claim, or
+    the other way round), or cites the same document. A question without
     content words makes every claim bear on it.
     """
     wanted = _terms(question) | {t for t in tokenize(question) if t.isdigit()}
@@ -696,19 +699,12 @@ def bearing_on_question(
             if ok[j]:
                 continue
             for i in range(len(claims)):
-                # the next hop: what claim j is about is named by a bearing claim's passage
                 if ok[i] and (docs[i] == docs[j] or subjects[j] & bags[i]
-                              or subjects[i] & bags[j] or _named_in(subjects[j], passages[i])):
+                              or subjects[i] & bags[j]):
                     ok[j] = changed = True
                     break
     return ok
 
-
-def _named_in(subject: set[str], passage: set[str]) -> bool:
-    """Whether a passage names a claim's subject: every term of its title does, or two of
-    its names do (one shared word, "John", is not the same subject)."""
-    shared = subject & passage
-    return bool(subject) and (shared == subject or len(shared) >= 2)
 
 
 _LEAD_STEMS = frozenset(content_terms(" ".join(LEAD_WORDS)))
