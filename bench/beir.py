@@ -4,6 +4,7 @@ Usage::
 
     .venv/bin/python bench/beir.py                 # SciFact test, full corpus (5,183 docs)
     .venv/bin/python bench/beir.py --tune          # also compare fusions on *train* queries
+    .venv/bin/python bench/beir.py --split train   # report the train queries instead
     .venv/bin/python bench/beir.py --json          # last line: one JSON object
     .venv/bin/python bench/beir.py --data PATH     # another BEIR dataset (corpus.jsonl, ...)
 
@@ -35,6 +36,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from reactive_rag.index import (  # noqa: E402
+    DEFAULT_ALPHA,
+    DEFAULT_FUSION,
     ChunkingConfig,
     Collection,
     CorpusIndex,
@@ -43,6 +46,8 @@ from reactive_rag.index import (  # noqa: E402
 )
 
 BM25_ANCHOR = 0.665  # BEIR paper, SciFact nDCG@10
+#: The hybrid defaults before issue 26, measured beside the new ones in every run.
+OLD_DEFAULTS: dict[str, Any] = {"fusion": "minmax", "alpha": 0.4}
 
 
 # --------------------------------------------------------------------------- data
@@ -259,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", help="BEIR folder or data root (default: ../shared/data)")
     ap.add_argument("--dataset", default="scifact")
-    ap.add_argument("--split", default="test")
+    ap.add_argument("--split", choices=("train", "test"), default="test",
+                    help="queries to report on (tune on train, report test once)")
     ap.add_argument("--embedder", choices=("minilm", "hashing"), default="minilm")
     ap.add_argument("--tune", action="store_true",
                     help="compare fusions (RRF, linear alphas) on the train split first")
@@ -285,11 +291,14 @@ def main(argv: list[str] | None = None) -> int:
                 _, _, train = load_beir(path, "train")
                 tq = {q: queries[q] for q in train if q in queries}
                 tv = dict(zip(tq, embedder.embed_queries(list(tq.values())), strict=True))
-                configs: dict[str, dict[str, Any]] = {"rrf": {"fusion": "rrf"}}
-                for a in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
+                configs: dict[str, dict[str, Any]] = {
+                    "rrf": {"fusion": "rrf"},
+                    "minmax a=0.4": {"fusion": "minmax", "alpha": 0.4}}
+                for a in (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7):
                     configs[f"linear a={a}"] = {"fusion": "linear", "alpha": a}
                 tuned = evaluate(coll, tq, train, tv, configs=configs)
-                print(f"\nfusion on the TRAIN split ({len(train)} queries), nDCG@10:")
+                print(f"\nfusion on the TRAIN split ({len(train)} queries), nDCG@10 "
+                      "(minmax a=0.4 was the default before issue 26):")
                 for name, m in tuned.items():
                     print(f"  {name:<14} {m['ndcg10']:.4f}")
             qv = dict(zip(list(qrels), embedder.embed_queries([queries[q] for q in qrels]),
@@ -309,13 +318,16 @@ def main(argv: list[str] | None = None) -> int:
             res = evaluate(coll, queries, qrels, qv, configs={
                 "bm25": {"mode": "bm25"}, "dense": {"mode": "dense"},
                 "hybrid": {"mode": "hybrid"},
+                "hybrid_old": {"mode": "hybrid", **OLD_DEFAULTS},
                 "hybrid_rrf": {"mode": "hybrid", "fusion": "rrf"},
             }, reranker=reranker, rerank_top=args.rerank_top)
             eval_s = time.perf_counter() - t0
         idx.close()
     base = res["bm25"]["ndcg10"]
     labels = {"bm25": "BM25 (bm25s, stemmed)", "dense": f"dense ({embedder.name})",
-              "hybrid": "hybrid (default fusion)", "hybrid_rrf": "hybrid (RRF k=60)",
+              "hybrid": f"hybrid (default: {DEFAULT_FUSION}, alpha {DEFAULT_ALPHA})",
+              "hybrid_old": "hybrid (before issue 26: minmax, alpha 0.4)",
+              "hybrid_rrf": "hybrid (RRF k=60)",
               "rerank": rerank_label}
     print(f"\n{path.name} {args.split}: {len(qrels)} queries, {len(corpus)} documents "
           f"(eval {eval_s:.1f}s)")
@@ -332,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             "dataset": path.name, "split": args.split, "queries": len(qrels),
             "ndcg10_bm25": res["bm25"]["ndcg10"], "ndcg10_dense": res["dense"]["ndcg10"],
             "ndcg10_hybrid": res["hybrid"]["ndcg10"],
+            "ndcg10_hybrid_old_defaults": res["hybrid_old"]["ndcg10"],
+            "hybrid_vs_old_defaults": res["hybrid"]["ndcg10"] / res["hybrid_old"]["ndcg10"],
             "ndcg10_hybrid_rrf": res["hybrid_rrf"]["ndcg10"],
             "ndcg10_rerank": res.get("rerank", {}).get("ndcg10"),
             "recall100_bm25": res["bm25"]["recall100"],

@@ -746,6 +746,10 @@ class RerankCompleted(Event):
     query: str
     chunks: tuple[EvidenceChunk, ...] = ()
     below_floor: int = 0
+    similarity: dict[str, float] = Field(default_factory=dict)
+    """Cosine of every candidate scored (kept or not) to ``query``, by chunk id."""
+    embedder: str = ""
+    """The embedder those cosines come from (cosines of different models differ in scale)."""
 
 
 class RerankFailed(Event):

@@ -1,5 +1,5 @@
-"""Model adapters behind protocols: embedders (offline MiniLM default, hashing fallback,
-OpenAI-compatible servers) and an on-disk embedding cache.
+"""Model adapters behind protocols: embedders (offline MiniLM default, multilingual E5,
+hashing fallback, OpenAI-compatible servers) and an on-disk embedding cache.
 
 Nothing here downloads weights at run time; a missing model raises
 :class:`ModelNotAvailable` saying what to install.
@@ -29,6 +29,7 @@ from ._chat_exceptions import (
     ChatTimeout,
 )
 from ._chat_schema_tools import SchemaToolChat, tool_call_schema
+from ._e5 import MULTILINGUAL_E5_NAME, MultilingualE5Embedder
 from ._embedder import Embedder, FloatMatrix, l2_normalize
 from ._exceptions import (
     EmbeddingAuthError,
@@ -49,6 +50,7 @@ from ._tokens import TokenEmbedder, TokenVectors
 
 __all__ = [
     "DEFAULT_TOKENIZER_PATH",
+    "MULTILINGUAL_E5_NAME",
     "CachedEmbedder",
     "ChatAuthError",
     "ChatBadResponse",
@@ -77,6 +79,7 @@ __all__ = [
     "MiniLMEmbedder",
     "ModelError",
     "ModelNotAvailable",
+    "MultilingualE5Embedder",
     "OpenAIChatClient",
     "OpenAIEmbedder",
     "RawToolCall",

@@ -62,7 +62,9 @@ class RerankerActor(Actor):
         chunks = result.chunks if self.order == "ranked" else tuple(edges_order(result.chunks))
         return [
             RerankCompleted(
-                call_id=msg.call_id, query=msg.query, chunks=chunks, below_floor=result.below_floor
+                call_id=msg.call_id, query=msg.query, chunks=chunks, below_floor=result.below_floor,
+                similarity={s.chunk.id: round(s.dense, 4) for s in result.all_scored},
+                embedder=self.reranker.embedder.name,
             )
         ]
 

@@ -9,7 +9,13 @@ __all__ = ["TextChunk", "chunk_text", "split_sentences"]
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace,
 # or at a blank line (paragraph break, headings, list items; see _PARAGRAPH).
-_BOUNDARY = re.compile(r"(?<=[.!?])([\"'\u201d\u2019)\]]*)\s+")
+# CJK text writes no space after a sentence: it ends after 。 and full-width ! ? ; (a run of
+# them; the closing quotes/brackets that follow stay with it), whitespace or not.
+_BOUNDARY = re.compile(
+    r"(?<=[.!?])([\"'\u201d\u2019)\]]*)\s+"
+    r"|(?<=[\u3002\uff01\uff1f\uff1b])([\u3002\uff01\uff1f\uff1b!?\u300d\u300f\u201d\u2019"
+    r"\uff09\u3011\"')\]]*)\s*"
+)
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 _WORD = re.compile(r"\S+")
 _ABBREV_TEXT = (
@@ -38,10 +44,12 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     """``(start, end)`` character spans of the sentences of ``text`` (whitespace trimmed).
 
     Rule based (no model): splits after ``.``/``!``/``?`` and at blank lines,
-    but not after common abbreviations (``e.g.``, ``Dr.``, ``et al.``) or
-    single initials. A code paragraph (one whose first line is indented by four
-    or more spaces, the :func:`~actors.text.clean_markup` convention) is one
-    span: a period inside code ends no sentence.
+    after ``。`` and full-width ``!?;`` with or without whitespace (CJK text writes
+    none), but not after common abbreviations (``e.g.``, ``Dr.``, ``et al.``) or
+    single initials.
+    A code paragraph (one whose first line is indented by four or more spaces, the
+    :func:`~actors.text.clean_markup` convention) is one span: a period inside code
+    ends no sentence.
     """
     spans: list[tuple[int, int]] = []
     start = 0
@@ -59,7 +67,7 @@ def _add_paragraph(text: str, start: int, end: int, spans: list[tuple[int, int]]
         _add_span(text, start, end, spans)
         return
     for m in _BOUNDARY.finditer(text, start, end):
-        stop = m.start() + len(m.group(1) or "")
+        stop = m.start() + len(m.group(1) or m.group(2) or "")
         if text[m.start() - 1] == "." and "\n" not in m.group() and (
             _is_abbreviation(text, m.start()) or _is_item_number(text, start, m.start())
         ):
@@ -93,6 +101,64 @@ def _add_span(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> 
         spans.append((start, end))
 
 
+# --- where a document's structure starts a new item ---------------------------------
+# Paragraphs (in the clean_markup convention) that open an item of a manual: a
+# heading or definition term (a short one-line label ending with ":"), a
+# parameter/option entry ("--name  what it does", "max_size: what it is"), a
+# numbered list item. A long chunk is cut before them, so each chunk holds one
+# item with its label at its start.
+_LABEL = re.compile(r"\A[^\n]{1,120}:\Z")
+_LABEL_MAX_WORDS = 12
+# "For example:" and "as follows:" lead into what comes next; they label no new item.
+_LEAD_IN = re.compile(
+    r"\b(?:example|examples|e\.g|following|follows|below|such as|like this|instance)\b",
+    re.IGNORECASE,
+)
+_ENTRY = re.compile(
+    r"\A(?:"
+    r"-{1,2}[A-Za-z0-9][\w-]*(?:[ =][<\[]?[\w.-]+[>\]]?)?(?:,\s*-{1,2}[\w-]+)*"  # --opt ARG
+    r"(?:\s{2,}|\s+--?\s+|:\s+)"
+    r"|[A-Za-z_$@][\w$@]*(?:[._=(<\[-][\w$@.=()<>\[\],*-]*)+(?:\s{2,}|\s+--?\s+|:\s+)"  # a.b: ...
+    r"|[A-Z][A-Z0-9_]{2,}(?:\s{2,}|\s+--?\s+|:\s+)"  # NAME: ...
+    r"|[A-Za-z_]\w*\s+--?\s+"  # name -- ...
+    r")\S"
+)
+_NUMBERED = re.compile(r"\A\d{1,3}[.)]\s+\S")
+
+
+def _item_starts(text: str) -> dict[int, bool]:
+    """Offsets of the paragraphs of ``text`` that start a new structural item.
+
+    True for a label (heading, term), False for an entry or a numbered item: a
+    list's items are short and read together, so they only choose where a chunk
+    that is already half full ends.
+    """
+    bounds = [0]
+    for m in _PARAGRAPH.finditer(text):
+        bounds.extend((m.start(), m.end()))
+    bounds.append(len(text))
+    paragraphs = [(bounds[k], bounds[k + 1]) for k in range(0, len(bounds), 2)]
+    starts: dict[int, bool] = {}
+    for n, (s, e) in enumerate(paragraphs):
+        body = text[s:e]
+        if body.lstrip("\n").startswith(("    ", "\t")):
+            continue  # code
+        para = body.strip()
+        if not para:
+            continue
+        offset = s + len(body) - len(body.lstrip())
+        has_next = any(text[a:b].strip() for a, b in paragraphs[n + 1 :])
+        if _NUMBERED.match(para):
+            starts[offset] = False  # a list item, even one that labels a sub-list
+        elif "\n" not in para and _LABEL.match(para) and has_next and (
+            len(para.split()) <= _LABEL_MAX_WORDS and not _LEAD_IN.search(para)
+        ):
+            starts[offset] = True
+        elif _ENTRY.match(para):
+            starts[offset] = False
+    return starts
+
+
 def chunk_text(
     text: str,
     *,
@@ -107,6 +173,14 @@ def chunk_text(
     one chunk. A chunk never ends mid-sentence unless that sentence alone is
     longer than ``max_words``; such a sentence is cut into word windows.
 
+    Where the text's structure starts a new item (a heading or definition term,
+    a parameter/option entry, a numbered list item; see ``_item_starts``) a
+    chunk that already holds ``target_words // 8`` words (half ``target_words``
+    before an entry or list item) ends before it, and the
+    next chunk starts at the item with no overlap: a manual's parameters each get
+    a chunk led by their own label instead of sharing one with their neighbours.
+    Plain prose paragraphs have no such starts and chunk as before.
+
     Raises:
         ValueError: on sizes that cannot work (``max_words < target_words`` ...).
     """
@@ -115,6 +189,9 @@ def chunk_text(
     if not 0.0 <= overlap_ratio < 0.5:
         raise ValueError("overlap_ratio must be in [0, 0.5)")
     overlap_words = round(target_words * overlap_ratio)
+
+    min_words = {True: max(1, target_words // 8), False: max(1, target_words // 2)}
+    starts = _item_starts(text)
 
     # Units: (start, end, words) — sentences, long ones cut into word windows.
     units: list[tuple[int, int, int]] = []
@@ -137,12 +214,18 @@ def chunk_text(
         j = i
         count = 0
         while j < len(units) and (count == 0 or count + units[j][2] <= target_words):
+            strong = starts.get(units[j][0])
+            if strong is not None and count >= min_words[strong]:
+                break  # a new item starts here: it leads the next chunk
             count += units[j][2]
             j += 1
         start, end = units[i][0], units[j - 1][1]
         chunks.append(TextChunk(text[start:end], len(chunks), start, end, count))
         if j >= len(units):
             break
+        if units[j][0] in starts:
+            i = j  # no overlap across items: the tail belongs to the previous one
+            continue
         # Next chunk starts with the tail sentences of this one: at least
         # ``overlap_words`` if whole sentences allow, at most twice that, and
         # always making progress past ``i``.

@@ -14,10 +14,13 @@ from collections.abc import Set as AbstractSet
 
 import Stemmer
 
+from ._language import CJK_RUN, segment_cjk
+
 __all__ = [
     "ABBREVIATIONS",
     "CAPITALISED_NAME",
     "CJK",
+    "CJK_STOPWORDS",
     "DEMONYMS",
     "NEGATIONS",
     "STOPWORDS",
@@ -57,6 +60,16 @@ _STOPWORDS_TEXT = """
 """
 STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
 """English function words (the classic Snowball/SMART core) ignored by coverage."""
+
+_CJK_STOPWORDS_TEXT = """
+    的 了 是 在 和 与 及 或 也 都 而 被 把 对 之 其 于 为 以 这 那 个 着 过 吗 呢 吧 啊 呀 么
+    就 还 又 并 且 但 由 从 到 向 将 让 给 等 地 得 所 该 此 有 要 会 能 可 可以 一个 这个
+    那个 这些 那些 这样 那样 他 她 它 他们 她们 它们 我 你 我们 你们 什么 谁 哪 哪里 哪儿
+    哪个 哪些 哪家 哪一年 多少 几 怎么 怎样 怎么样 如何 为什么 为何 是否 何时 何 时候
+"""
+CJK_STOPWORDS: frozenset[str] = frozenset(_CJK_STOPWORDS_TEXT.split())
+"""Chinese function words and question words (as jieba cuts them) ignored by coverage,
+the counterpart of :data:`STOPWORDS`: a question's 谁/什么时候 is no term a passage must hold."""
 
 NEGATIONS: frozenset[str] = frozenset({"not", "no", "never", "nor", "none", "neither", "without"})
 """Words that negate what follows: a fuzzy match or a paraphrase must not drop or add one."""
@@ -110,8 +123,26 @@ def _stemmer() -> Stemmer.Stemmer:
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (letters and digits; inner apostrophes kept)."""
-    return [w.replace("\u2019", "'") for w in _WORD.findall(text.lower())]
+    """Lower-cased word tokens (letters and digits; inner apostrophes kept).
+
+    CJK runs are cut into words (:func:`~actors.text.segment_cjk`): "在2011年发行" gives
+    ``["在", "2011", "年", "发行"]``, not one token. Text without CJK is tokenised as before.
+    """
+    words = _WORD.findall(text.lower())
+    if CJK.search(text) is None:
+        return [w.replace("\u2019", "'") for w in words]
+    out: list[str] = []
+    for word in words:
+        if CJK.search(word) is None:
+            out.append(word.replace("\u2019", "'"))
+            continue
+        pos = 0
+        for m in CJK_RUN.finditer(word):
+            out.extend(w.replace("\u2019", "'") for w in _WORD.findall(word, pos, m.start()))
+            out.extend(segment_cjk(m.group()))
+            pos = m.end()
+        out.extend(w.replace("\u2019", "'") for w in _WORD.findall(word, pos))
+    return out
 
 
 def stem(words: Iterable[str]) -> list[str]:
@@ -121,8 +152,18 @@ def stem(words: Iterable[str]) -> list[str]:
 
 
 def content_terms(text: str) -> list[str]:
-    """Stems of the non-stopword tokens of ``text``, in order (duplicates kept)."""
-    return stem(w for w in tokenize(text) if w not in STOPWORDS)
+    """Stems of the non-stopword tokens of ``text``, in order (duplicates kept).
+
+    CJK words are kept as written (nothing to stem) unless they are in
+    :data:`CJK_STOPWORDS`.
+    """
+    if CJK.search(text) is None:
+        return stem(w for w in tokenize(text) if w not in STOPWORDS)
+    words = [w for w in tokenize(text) if w not in STOPWORDS and w not in CJK_STOPWORDS]
+    latin = [i for i, w in enumerate(words) if CJK.match(w) is None]
+    for i, s in zip(latin, stem(words[i] for i in latin), strict=True):
+        words[i] = s
+    return words
 
 
 def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:

@@ -13,6 +13,13 @@ a sentence. The convention :func:`clean_markup` produces, and
 * a prose paragraph is one line (its line breaks were soft wraps);
 * a heading is a one-line paragraph ending with ``:`` (or with the ``?``/``.``
   it already had), so it reads as the label of what follows.
+
+A whole HTML document (or fragment that starts with a tag and has no Markdown
+structure) is read as HTML, where source line breaks are only whitespace: a
+hard-wrapped ``<p>`` is one paragraph, a data table's rows become
+``cell | cell`` paragraphs, a ``<dt>`` (like a heading, or a short paragraph that
+is all bold) becomes a label, and lists of nothing but links (menus, tables of
+contents) are dropped.
 """
 
 from __future__ import annotations
@@ -20,15 +27,19 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ._keywords import STOPWORDS
+
+if TYPE_CHECKING:
+    from selectolax.lexbor import LexborNode
 
 __all__ = ["CLEAN_MARKUP_VERSION", "clean_markup", "looks_like_code"]
 
 #: Changes whenever :func:`clean_markup` produces different text for the same
 #: input; indexes fold it into each document's reuse key, so text indexed with
 #: an older cleaner is re-chunked instead of silently kept.
-CLEAN_MARKUP_VERSION = "markup-3"
+CLEAN_MARKUP_VERSION = "markup-4"
 
 _CODE_INDENT = "    "
 
@@ -395,6 +406,206 @@ def _outside_code_spans(text: str, fn: Callable[[str], str]) -> str:
     return "".join(out)
 
 
+# --- whole HTML documents ------------------------------------------------------------
+# Read with a real parser: implicit closes (``<p>`` without ``</p>``, ``<li>``,
+# ``<dt>``/``<dd>``) and entities are the parser's business, not ours.
+
+_HTML_START = re.compile(
+    r"\A\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body)\b", re.IGNORECASE | re.DOTALL
+)
+_FIRST_TAG = re.compile(r"\A\s*<([A-Za-z][A-Za-z0-9]*)\b")
+_MARKDOWN_STRUCTURE = re.compile(
+    r"^(?: {0,3}(?:#{1,6}\s|```|~~~|[-*+]\s+\S)|(?:=+|-+)\s*$)", re.MULTILINE
+)
+_HTML_KNOWN = frozenset(
+    (_BLOCK_TAGS + " " + _INLINE_TAGS + " h1 h2 h3 h4 h5 h6 pre hr br").split()
+)
+_HTML_DROP = frozenset({
+    "script", "style", "noscript", "template", "svg", "head", "title", "nav", "iframe",
+    "object", "embed", "canvas", "button", "select", "textarea", "img", "picture", "audio",
+    "video",
+})
+# <h>: XHTML 2's heading without a level (manuals still use it)
+_HTML_HEADINGS = frozenset({"h", "h1", "h2", "h3", "h4", "h5", "h6"})
+_HTML_BLOCKS = frozenset(
+    (_BLOCK_TAGS + " h h1 h2 h3 h4 h5 h6 hr pre center").split()
+) - {"td", "th", "tr", "tbody", "thead", "tfoot"}
+# A table whose cells hold blocks lays out a page; its cells are read as paragraphs, not rows.
+_HTML_CELL_BLOCKS = ", ".join(
+    f"{cell} {block}" for cell in ("td", "th")
+    for block in ("p", "div", "table", "ul", "ol", "dl", "pre", "blockquote",
+                  "h1", "h2", "h3", "h4", "h5", "h6")
+)
+_LABEL_MAX_WORDS = 12
+
+
+def _is_html_document(text: str) -> bool:
+    """A page (doctype/html/body) or a fragment that opens with a tag and has no Markdown."""
+    if _HTML_START.match(text):
+        return True
+    m = _FIRST_TAG.match(text)
+    return bool(m and m.group(1).lower() in _HTML_KNOWN and not _MARKDOWN_STRUCTURE.search(text))
+
+
+def _label(text: str) -> str:
+    return text if not text or text[-1] in ".:?!" else text + ":"
+
+
+class _HtmlText:
+    """Walks a parsed page once, collecting ``("prose" | "code", text)`` paragraphs."""
+
+    def __init__(self) -> None:
+        self.out: list[tuple[str, str]] = []
+        self.parts: list[str] = []
+        self.bold = 0  # depth of <b>/<strong> around the text being read
+        self.bold_chars = 0
+        self.chars = 0
+        self.label = False  # the paragraph being read is a heading or a <dt>
+        self.prefix = ""  # an ordered list item's number, put before its first text
+        self.lists: list[list[int]] = []  # per open list: [ordered?, items so far]
+        self.tables: list[bool] = []  # per open table: a data table (rows) or layout
+        self.cells: list[list[str]] = []  # per open data-table row: its cells' texts
+
+    def text(self, value: str) -> None:
+        if not value:
+            return
+        self.parts.append(value)
+        n = len(value) - value.count(" ") - value.count("\n") - value.count("\t")
+        self.chars += n
+        if self.bold:
+            self.bold_chars += n
+
+    def take(self) -> str:
+        text = " ".join("".join(self.parts).split())
+        self.parts = []
+        return text
+
+    def flush(self) -> None:
+        bold = self.chars and self.bold_chars >= 0.9 * self.chars
+        text = self.take()
+        label, self.label = self.label, False
+        self.bold_chars = self.chars = 0
+        if not text:
+            return
+        text, self.prefix = (self.prefix + text, "") if self.prefix else (text, "")
+        if label or (bold and len(text.split()) <= _LABEL_MAX_WORDS
+                     and text[-1] not in ".;:!?,"):
+            text = _label(text)
+        self.out.append(("prose", text))
+
+    def in_data_cell(self) -> bool:
+        return bool(self.tables and self.tables[-1] and self.cells)
+
+    def enter(self, node: LexborNode) -> bool:
+        """Handle an opening tag; False when its children are not to be read."""
+        tag = node.tag or ""
+        if tag in _HTML_DROP or "hidden" in node.attributes:
+            return False
+        if tag == "pre":
+            self.flush()
+            raw = (node.text(deep=True) or "").replace("\r\n", "\n")
+            self.out.extend(("code", p) for p in _code_paragraphs(raw.split("\n")))
+            return False
+        if tag in ("ul", "ol", "menu") and _only_links(node):
+            return False
+        if tag == "br":
+            if self.in_data_cell():
+                self.text(" ")
+            else:
+                self.flush()
+            return False
+        if tag == "table":
+            self.flush()
+            self.tables.append(node.css_first(_HTML_CELL_BLOCKS) is None)
+            return True
+        if self.tables and self.tables[-1] and tag in ("tr", "td", "th"):
+            if tag == "tr":
+                self.flush()
+                self.cells.append([])
+            else:
+                self.parts, self.chars, self.bold_chars = [], 0, 0
+            return True
+        if tag in ("b", "strong"):
+            self.bold += 1
+            return True
+        if tag in _HTML_BLOCKS or tag in ("td", "th", "tr"):
+            self.flush()
+            if tag in ("ul", "ol", "menu"):
+                self.lists.append([tag == "ol", 0])
+            elif tag == "li" and self.lists:
+                self.lists[-1][1] += 1
+                if self.lists[-1][0]:
+                    self.prefix = f"{self.lists[-1][1]}. "
+            self.label = tag in _HTML_HEADINGS or tag == "dt"
+        return True
+
+    def leave(self, node: LexborNode) -> None:
+        tag = node.tag or ""
+        if tag in ("b", "strong"):
+            self.bold = max(0, self.bold - 1)
+        elif tag == "table":
+            self.flush()
+            if self.tables:
+                self.tables.pop()
+        elif self.tables and self.tables[-1] and tag in ("td", "th") and self.cells:
+            self.cells[-1].append(self.take())
+            self.chars = self.bold_chars = 0
+        elif self.tables and self.tables[-1] and tag == "tr" and self.cells:
+            row = [c for c in self.cells.pop() if c]
+            if row:
+                self.out.append(("prose", " | ".join(row)))
+        elif tag in _HTML_BLOCKS or tag in ("td", "th", "tr"):
+            if tag in _HTML_HEADINGS or tag == "dt":
+                self.label = True
+            self.flush()
+            if tag == "li":
+                self.prefix = ""
+            if tag in ("ul", "ol", "menu") and self.lists:
+                self.lists.pop()
+
+
+def _only_links(node: LexborNode) -> bool:
+    """A list whose every item is nothing but a link: a menu or a table of contents."""
+    items = node.css("li")
+    if not items:
+        return False
+    for item in items:
+        text = "".join((item.text(deep=True) or "").split())
+        linked = "".join("".join((a.text(deep=True) or "").split()) for a in item.css("a"))
+        if not text or len(linked) < len(text):
+            return False
+    return True
+
+
+def _html_paragraphs(text: str) -> list[tuple[str, str]]:
+    """``("prose" | "code", text)`` paragraphs of an HTML page, in reading order."""
+    from selectolax.lexbor import LexborHTMLParser
+
+    tree = LexborHTMLParser(text)
+    root = tree.body if tree.body is not None else tree.root
+    walker = _HtmlText()
+    if root is None:
+        return []
+    # Iterative depth-first walk (pages can nest deeper than Python's recursion limit).
+    stack: list[tuple[LexborNode, bool]] = [(root, False)]
+    while stack:
+        node, leaving = stack.pop()
+        if leaving:
+            walker.leave(node)
+            continue
+        tag = node.tag or ""
+        if tag == "-text":
+            walker.text(node.text_content or "")
+            continue
+        if tag.startswith("-") or tag.startswith("_"):
+            continue
+        if walker.enter(node):
+            stack.append((node, True))
+            stack.extend((c, False) for c in reversed(list(node.iter(include_text=True))))
+    walker.flush()
+    return walker.out
+
+
 def clean_markup(text: str) -> str:
     """Plain text of Markdown/reST/HTML-flavoured ``text``, code blocks kept as code.
 
@@ -415,6 +626,9 @@ def clean_markup(text: str) -> str:
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
     paragraphs: list[str] = []
+    if _is_html_document(text):
+        paragraphs = [part for _, part in _html_paragraphs(text)]
+        return "\n\n".join(p for p in paragraphs if p.strip())
     for kind, segment in _segments(text):
         if kind == "code":
             paragraphs.extend(_code_paragraphs(segment.split("\n")))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from reactive_rag.index import (
+    EMBEDDER_CHOICES,
     STDLIB_COLLECTION,
     CollectionNotFound,
     CorpusError,
@@ -60,6 +61,10 @@ def add_index_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     p.add_argument("--max-file-mb", type=_positive_mb, default=DEFAULT_MAX_FILE_MB,
                    metavar="MB", help="skip files larger than this "
                    f"(default {DEFAULT_MAX_FILE_MB:g})")
+    p.add_argument("--embedder", choices=EMBEDDER_CHOICES, default=None,
+                   help="auto: multilingual E5 when the documents are CJK text, else MiniLM "
+                   "(a collection keeps the one it was built with unless this is given; "
+                   "searches always use the recorded one)")
     p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
     p.add_argument("--json", action="store_true",
                    help="print only the report as JSON on stdout, nothing on stderr unless "
@@ -107,11 +112,13 @@ def _cmd_index(args: argparse.Namespace) -> int:
                                       warnings=warnings, show_warnings=not machine, stop=stop)
             if args.path == ":stdlib":
                 report = index.index_documents(args.collection, stdlib_documents(),
-                                               mode=mode, progress=progress)
+                                               mode=mode, progress=progress,
+                                               embedder=args.embedder)
             else:
                 report = index.index_path(args.collection, args.path, mode=mode,
                                           progress=progress, skipped=skipped,
-                                          max_bytes=int(args.max_file_mb * 1e6))
+                                          max_bytes=int(args.max_file_mb * 1e6),
+                                          embedder=args.embedder)
     except NothingToIndex as exc:
         print(f"error: {exc}", file=sys.stderr)
         _print_skipped(exc.skipped, sys.stderr)
@@ -141,7 +148,7 @@ def _print_report(report: IndexReport, skipped: list[SkippedFile], *, as_json: b
         f"{report.documents} documents, {report.chunks} chunks ({report.dense} dense search)\n"
         f"  added {report.added}, updated {report.updated}, unchanged {report.unchanged}, "
         f"removed {report.removed}; embedded {report.embedded_chunks} chunks "
-        f"in {report.seconds:.1f}s"
+        f"in {report.seconds:.1f}s ({report.embedder})"
     )
     _print_skipped(skipped, sys.stdout)
 

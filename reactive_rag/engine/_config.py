@@ -29,7 +29,7 @@ from actors.rerank import Credibility
 from actors.search import Searcher
 from reactive_rag.index import CorpusIndex
 from reactive_rag.judgement.model import ChatRewriter, ChatSufficiency, ChatSupportJudge
-from reactive_rag.judgement.offline import OFFLINE_FAMILIES
+from reactive_rag.judgement.offline import OFFLINE_FAMILIES, judge_answerability_fixed
 from reactive_rag.run import RunConfigError
 
 from ._chat_setup import (
@@ -77,11 +77,14 @@ class JudgementConfig(BaseModel):
 
     ``off`` names fields of :class:`~reactive_rag.judgement.Judgement`
     (:data:`~reactive_rag.judgement.offline.OFFLINE_FAMILIES`).
+    ``sufficiency_head = false`` makes the offline answerability judge use fixed
+    word shares instead of its fitted score (``judge_answerability_fixed``).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     off: tuple[str, ...] = ()
+    sufficiency_head: bool = True
 
     @field_validator("off")
     @classmethod
@@ -225,6 +228,8 @@ class Research:
             options["placement"] = config.placement
         if config.judgement is not None:
             options["judgement_off"] = frozenset(config.judgement.off)
+            if not config.judgement.sufficiency_head:
+                options["judge"] = judge_answerability_fixed
         return options
 
     def describe(self) -> str:

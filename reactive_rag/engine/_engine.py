@@ -307,7 +307,9 @@ class Engine:
         web_compression: ``"rag"`` indexes each run's web hits into a temporary
             session knowledge base and answers every search from it (passages
             round-robin across URLs); the base is dropped when the run ends.
-        embedder: model for reranking and loop detection (default: the index's).
+        embedder: model for reranking and loop detection (default: the one the run's
+            collections were indexed with, :meth:`CorpusIndex.embedder_for`; the
+            :attr:`embedder` property gives the index's default).
         credibility: source weights by collection and URL domain, used by the
             default reranker (default: the built-in table,
             :meth:`~actors.rerank.Credibility.defaults`; a given ``reranker``
@@ -364,7 +366,11 @@ class Engine:
     ) -> None:
         self.index = index if index is not None else CorpusIndex()
         self._embedder = embedder
+        self._given_embedder = embedder is not None
         self._reranker = reranker
+        self._custom_reranker = reranker is not None
+        self._rerankers: dict[str, Reranker] = {}  # per embedder name, when none was given
+        self._support_heads: dict[str, EmbeddingSupport | None] = {}
         self.credibility = credibility if credibility is not None else Credibility.defaults()
         self._planner = planner
         self._writer = writer
@@ -462,7 +468,14 @@ class Engine:
         assert self._embedder is not None
         return self._embedder
 
-    @functools.cached_property
+    def run_embedder(self, collections: Sequence[str]) -> Embedder:
+        """The embedder a run over ``collections`` reranks, guards loops and writes with:
+        the one given to the engine, else the one those collections were indexed with."""
+        if self._given_embedder:
+            return self.embedder
+        return self.index.embedder_for(collections)
+
+    @property
     def support_head(self) -> EmbeddingSupport | None:
         """The verifier's embedding factor on the support score, built once per engine.
 
@@ -470,19 +483,33 @@ class Engine:
         for (then the lexical score alone). With a support judge it is the
         offline fallback's, used when the judge fails.
         """
-        embedder = self.embedder  # not through the disk cache: flipped texts are not corpus
-        inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
-        return EmbeddingSupport.for_embedder(inner)
+        return self._support_head_for(self.embedder)
+
+    def _support_head_for(self, embedder: Embedder) -> EmbeddingSupport | None:
+        if embedder.name not in self._support_heads:
+            # not through the disk cache: flipped texts are not corpus
+            inner = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
+            self._support_heads[embedder.name] = EmbeddingSupport.for_embedder(inner)
+        return self._support_heads[embedder.name]
 
     @property
     def reranker(self) -> Reranker:
         if self._reranker is None:
+            self._reranker = self._reranker_for(self.embedder)
+        return self._reranker
+
+    def _reranker_for(self, embedder: Embedder) -> Reranker:
+        """The reranker a run with ``embedder`` uses: the given one, else one per embedder."""
+        if self._custom_reranker and self._reranker is not None:
+            return self._reranker
+        reranker = self._rerankers.get(embedder.name)
+        if reranker is None:
             # Embed a candidate exactly as the index did, so corpus chunks hit the
             # embedding cache instead of going through the model again.
-            self._reranker = Reranker(self.embedder,
-                                      passage_text=lambda c: search_text(c.title, c.text),
-                                      credibility=self.credibility)
-        return self._reranker
+            reranker = self._rerankers[embedder.name] = Reranker(
+                embedder, passage_text=lambda c: search_text(c.title, c.text),
+                credibility=self.credibility)
+        return reranker
 
     @property
     def runs(self) -> Mapping[str, RunHandle]:
@@ -709,12 +736,14 @@ class Engine:
             searcher = Searcher(providers, provider_timeout_s=budget.tool_call_s)
         searcher_actor = SearcherActor(searcher)
         searcher_actor.timeout_s = budget.tool_call_s
-        reranker = self._placement.actor("reranker") or RerankerActor(self.reranker)
+        embedder = self.run_embedder(collections)
+        reranker = (self._placement.actor("reranker")
+                    or RerankerActor(self._reranker_for(embedder)))
         reranker.timeout_s = budget.tool_call_s
         planner = self._planner() if self._planner else OfflinePlanner()
-        offline_writer = ExtractiveWriter(self.embedder, max_claims=3, min_gain=0.15)
+        offline_writer = ExtractiveWriter(embedder, max_claims=3, min_gain=0.15)
         writer = self._writer() if self._writer else offline_writer
-        planner_actor = PlannerActor(planner, loop_guard=LoopGuard(self.embedder),
+        planner_actor = PlannerActor(planner, loop_guard=LoopGuard(embedder),
                                      timeout_s=budget.model_call_s, web=self._web is not None)
         # a chat writer that fails or stalls: the offline writer answers from the same evidence
         writer_actor = WriterActor(writer, timeout_s=budget.model_call_s,
@@ -732,7 +761,7 @@ class Engine:
             reranker,
             writer_actor,
             VerifierActor(functools.partial(verify_async, judge=self._support_judge,
-                                            support_model=self.support_head)),
+                                            support_model=self._support_head_for(embedder))),
         ]
         if self._sufficiency is not None:
             actors.append(SufficiencyActor(self._sufficiency, timeout_s=budget.model_call_s))

@@ -5,8 +5,10 @@ workers while each run's stream and state machine stay in the engine's process
 (:class:`actors.RayPlacement`). A worker cannot be handed the engine's reranker
 as is (an ONNX session does not pickle), so it rebuilds it from plain values:
 the credibility table, and the embedder, sent as is if it pickles (the hashing
-embedder) or, for MiniLM, rebuilt from its model files and behind the same
-on-disk embedding cache path. That cache is shared by every worker that opens
+embedder) or, for MiniLM and multilingual E5, rebuilt from its model files and
+behind the same on-disk embedding cache path. A placed reranker uses the engine's
+:attr:`~reactive_rag.engine.Engine.embedder` for every run (a run's own collection
+embedder applies to local actors only). That cache is shared by every worker that opens
 the same file: one per node on local disks (the path must exist on each node),
 one for the cluster only on a filesystem whose SQLite locking works (not NFS).
 Any other embedder that does not pickle is refused with a clear error; give
@@ -22,12 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors import Actor, RayOptions, RayPlacement
-from actors.models import CachedEmbedder, Embedder, MiniLMEmbedder
+from actors.models import CachedEmbedder, Embedder, MiniLMEmbedder, MultilingualE5Embedder
 from actors.rerank import Credibility, Reranker, RerankerActor, rerank_failure
 from reactive_rag.index import search_text
 
 __all__ = [
     "PLACEABLE",
+    "E5Recipe",
     "EnginePlacements",
     "MiniLMRecipe",
     "PlacementSpec",
@@ -64,6 +67,20 @@ class MiniLMRecipe:
         return model if self.cache_path is None else CachedEmbedder(model, self.cache_path)
 
 
+@dataclass(frozen=True, slots=True)
+class E5Recipe:
+    """How to rebuild the multilingual E5 embedder (and its cache) in another process."""
+
+    cache_path: str | None = None
+    batch_size: int = 16
+
+    def build(self) -> Embedder:
+        """The embedder, with as many engine threads as CPUs Ray reserved here."""
+        model = MultilingualE5Embedder(num_threads=_reserved_cpus(),
+                                       batch_size=self.batch_size)
+        return model if self.cache_path is None else CachedEmbedder(model, self.cache_path)
+
+
 def _reserved_cpus(default: int = 2) -> int:
     """CPUs Ray reserved for the calling worker; ``default`` outside a Ray worker."""
     import ray
@@ -78,7 +95,7 @@ def _reserved_cpus(default: int = 2) -> int:
     return default if not cpus else max(1, round(cpus))
 
 
-def portable_embedder(embedder: Embedder) -> Embedder | MiniLMRecipe:
+def portable_embedder(embedder: Embedder) -> Embedder | MiniLMRecipe | E5Recipe:
     """What a Ray worker gets for ``embedder``: itself if it pickles, else its recipe.
 
     Raises:
@@ -89,6 +106,8 @@ def portable_embedder(embedder: Embedder) -> Embedder | MiniLMRecipe:
         inner, cache = embedder.inner, str(embedder.path)
     if isinstance(inner, MiniLMEmbedder):
         return MiniLMRecipe(str(inner.model_path), str(inner.tokenizer_path), cache)
+    if isinstance(inner, MultilingualE5Embedder):
+        return E5Recipe(cache, inner.batch_size)
     try:
         pickle.dumps(embedder)
     except Exception as exc:
@@ -99,9 +118,10 @@ def portable_embedder(embedder: Embedder) -> Embedder | MiniLMRecipe:
     return embedder
 
 
-def remote_reranker(embedder: Embedder | MiniLMRecipe, credibility: Credibility) -> RerankerActor:
+def remote_reranker(embedder: Embedder | MiniLMRecipe | E5Recipe,
+                    credibility: Credibility) -> RerankerActor:
     """The engine's default reranker, built inside a Ray worker."""
-    model = embedder.build() if isinstance(embedder, MiniLMRecipe) else embedder
+    model = embedder.build() if isinstance(embedder, MiniLMRecipe | E5Recipe) else embedder
     reranker = Reranker(model, passage_text=lambda c: search_text(c.title, c.text),
                         credibility=credibility)
     return RerankerActor(reranker)

@@ -28,7 +28,14 @@ from ._exceptions import (
 )
 from ._filters import SearchFilter
 from ._fusion import DEFAULT_ALPHA, DEFAULT_FUSION, RRF_K, Fusion, fuse
-from ._index import CorpusIndex, default_embedder
+from ._index import (
+    EMBEDDER_CHOICES,
+    EMBEDDER_NAMES,
+    CorpusIndex,
+    EmbedderChoice,
+    default_embedder,
+    multilingual_embedder,
+)
 from ._info import CollectionInfo
 from ._layout import default_root
 from ._provider import LocalCorpusProvider, chunk_url
@@ -43,6 +50,8 @@ __all__ = [
     "DEFAULT_EXACT_THRESHOLD",
     "DEFAULT_FUSION",
     "DEFAULT_STDLIB_MODULES",
+    "EMBEDDER_CHOICES",
+    "EMBEDDER_NAMES",
     "RRF_K",
     "SKIP_REASONS",
     "STDLIB_COLLECTION",
@@ -59,6 +68,7 @@ __all__ = [
     "Direction",
     "Document",
     "DocumentLoadError",
+    "EmbedderChoice",
     "EmbedderLike",
     "EmbedderMismatch",
     "FolderScan",
@@ -82,6 +92,7 @@ __all__ = [
     "load_embed_rate",
     "load_file",
     "load_folder",
+    "multilingual_embedder",
     "save_embed_rate",
     "scan_folder",
     "search_text",

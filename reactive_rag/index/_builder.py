@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from actors.text import CLEAN_MARKUP_VERSION, chunk_text, clean_markup
 
-from ._bm25 import Bm25
+from ._bm25 import BM25_TOKENIZER, Bm25
 from ._collection import Collection, EmbedderLike
 from ._dense import DenseStore
 from ._documents import Document
@@ -65,6 +65,8 @@ class IndexReport:
     dense: str
     embed_seconds: float = 0.0
     """Time spent embedding ``embedded_chunks`` (what the rate estimate learns from)."""
+    embedder: str = ""
+    """The embedder the generation was built with (recorded in its manifest)."""
 
 
 def search_text(title: str, text: str) -> str:
@@ -291,6 +293,7 @@ def build_generation(
                          "overlap_ratio": chunking.overlap_ratio,
                          "max_words": chunking.max_words},
             "dense": dense, "hnsw_ef": hnsw_ef, "created": time.time(),
+            "bm25_tokenizer": BM25_TOKENIZER,
         }
         _write_json(tmp_dir / "manifest.json", manifest)  # last: marks the folder complete
         fsync_dir(tmp_dir)
@@ -306,6 +309,7 @@ def build_generation(
         collection=name, generation=number, documents=len(docs_meta), chunks=n, added=added,
         updated=updated, unchanged=unchanged, removed=removed, embedded_chunks=len(embed_texts),
         seconds=time.perf_counter() - t0, dense=dense, embed_seconds=embed_seconds,
+        embedder=embedder.name,
     )
 
 

@@ -222,7 +222,7 @@ class Collection:
             self._texts: mmap.mmap | bytes = (
                 mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
             )
-        self._bm25 = Bm25.load(gen / "bm25", n)
+        self._bm25 = Bm25.load(gen / "bm25", n, int(m.get("bm25_tokenizer", 1)))
         hnsw = None
         if m.get("dense") == "hnsw":
             hnsw = DenseStore.load_hnsw(gen / "hnsw.bin", self.dim, n)
@@ -384,6 +384,7 @@ class Collection:
         lex: tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] = (
             np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
         den = lex
+        s: npt.NDArray[np.float32] | None = None
         if mode in ("hybrid", "bm25"):
             s = self._bm25.scores(query)
             if mask is not None:
@@ -392,16 +393,31 @@ class Collection:
             sc = s[idx]
             keep = sc > 0  # a chunk sharing no term with the query is no lexical match
             lex = (idx[keep], sc[keep])
+        qv: npt.NDArray[np.float32] | None = None
         if mode in ("hybrid", "dense"):
-            qv = query_vector if query_vector is not None else self.embed_query(query)
-            den = self._dense.search(np.asarray(qv, dtype=np.float32), n_cand, mask)
+            qv = np.asarray(query_vector if query_vector is not None
+                            else self.embed_query(query), dtype=np.float32)
+            den = self._dense.search(qv, n_cand, mask)
         bm25_by = {int(r): float(v) for r, v in zip(*lex, strict=True)}
         dense_by = {int(r): float(v) for r, v in zip(*den, strict=True)}
         if mode == "bm25":
             return lex[0][:k], lex[1][:k], bm25_by, dense_by
         if mode == "dense":
             return den[0][:k], den[1][:k], bm25_by, dense_by
-        rows, scores = fuse(lex, den, method=fusion, alpha=alpha)
+        # Every fused candidate gets both signals' real scores: BM25 scored every chunk
+        # already, and a dense score is one dot product with the stored vector.
+        bm25_all, query_vec, vectors = s, qv, self._dense.vectors
+        assert bm25_all is not None and query_vec is not None
+
+        def lexical_scores(r: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+            return np.maximum(bm25_all[r], np.float32(0.0))
+
+        def dense_scores(r: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+            out: npt.NDArray[np.float32] = np.asarray(vectors[r] @ query_vec, dtype=np.float32)
+            return out
+
+        rows, scores = fuse(lex, den, method=fusion, alpha=alpha,
+                            lexical_scores=lexical_scores, dense_scores=dense_scores)
         return rows[:k], scores[:k], bm25_by, dense_by
 
     def search(

@@ -2,9 +2,10 @@
 
 A document is the unit of incremental re-indexing: its content hash decides
 whether its chunks and vectors can be reused from the previous generation.
-Loaders keep the source's structure (Markdown as written, HTML headings and
-``<pre>`` blocks as Markdown); the indexer cleans every document's markup the
-same way when it chunks it (``clean_markup``), whatever loader made it.
+Loaders keep the source's structure (Markdown as written, an HTML page's body
+as HTML without its scripts and page furniture); the indexer cleans every
+document's markup the same way when it chunks it (``clean_markup``), whatever
+loader made it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class Document:
 
     Attributes:
         id: Stable identifier within the collection (a relative path, a URL, a corpus id).
-        text: The full plain text.
+        text: The full text: plain, Markdown, or an HTML page's body (cleaned when indexed).
         title: Shown with results and prepended to each chunk for matching.
         url: Where a reader can see the original (a file URI, a web URL).
         doc_type: Free-form kind ("md", "html", "pydoc"...), filterable.
@@ -83,26 +84,25 @@ def _read_text(path: Path, data: bytes) -> tuple[str, str]:
 
 
 def _html_to_text(html: str) -> tuple[str, str]:
+    """``(title, body HTML)``: page furniture removed, the rest left for ``clean_markup``.
+
+    The body stays HTML so the cleaner reads it with HTML's rules (source line
+    breaks are spaces, tables are rows, ``<dt>`` and headings are labels); text
+    pulled out node by node would break hard-wrapped sentences at every tag.
+    """
     from selectolax.lexbor import LexborHTMLParser
 
     tree = LexborHTMLParser(html)
     title_node = tree.css_first("title")
-    title = title_node.text(strip=True) if title_node is not None else ""
-    for tag in ("script", "style", "noscript", "nav", "header", "footer", "svg"):
+    title = " ".join(title_node.text(strip=True).split()) if title_node is not None else ""
+    for tag in ("script", "style", "noscript", "nav", "header", "footer", "svg", "template"):
         for node in tree.css(tag):
             node.decompose()
-    # Keep the structure the text loses in Markdown form, which the indexer's
-    # cleaner turns into plain text: code blocks stay code, headings stay labels.
-    for node in tree.css("pre"):
-        node.replace_with(f"\n```\n{node.text(deep=True)}\n```\n")
-    for level in range(1, 7):
-        for node in tree.css(f"h{level}"):
-            heading = " ".join(node.text(deep=True).split())
-            node.replace_with(f"\n{'#' * level} {heading}\n" if heading else "\n")
     body = tree.body if tree.body is not None else tree.root
-    text = body.text(separator="\n", strip=True) if body is not None else ""
-    text = re.sub(r"\n{3,}", "\n\n", text)
-    return title, text
+    text = body.html if body is not None else ""
+    if not (body is not None and (body.text(deep=True) or "").strip()):
+        text = ""  # nothing a reader would see
+    return title, text or ""
 
 
 def _pdf_to_text(path: Path) -> str:

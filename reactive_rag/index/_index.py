@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import shutil
 import threading
 import urllib.parse
@@ -10,10 +11,14 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
 
+from actors.text import is_cjk_text
+
+from ._bm25 import BM25_TOKENIZER
 from ._builder import (
     ChunkingConfig,
     IndexReport,
@@ -21,6 +26,7 @@ from ._builder import (
     SyncMode,
     build_generation,
     document_key,
+    document_text,
 )
 from ._collection import (
     Chunk,
@@ -50,9 +56,25 @@ from ._rates import DEFAULT_EMBED_RATE, MIN_MEASURED, load_embed_rate, save_embe
 from ._skips import SkippedFile
 from ._sources import load_folder
 
-__all__ = ["CorpusIndex", "default_embedder"]
+__all__ = ["EMBEDDER_CHOICES", "EMBEDDER_NAMES", "CorpusIndex", "EmbedderChoice",
+           "default_embedder", "multilingual_embedder"]
 
 _OPEN_RETRIES = 3
+
+EmbedderChoice = Literal["auto", "minilm", "multilingual"]
+"""Which embedder a collection is built with: ``auto`` picks ``multilingual`` when a
+sample of its documents is CJK text (:func:`~actors.text.is_cjk_text`), else ``minilm``."""
+
+EMBEDDER_CHOICES: tuple[str, ...] = get_args(EmbedderChoice)
+
+EMBEDDER_NAMES: dict[str, str] = {
+    "minilm": "all-MiniLM-L6-v2-int8",
+    "multilingual": "multilingual-e5-small-q4",
+}
+"""The model name each choice records in a collection's manifest."""
+
+_SAMPLE_DOCS = 64
+_SAMPLE_CHARS = 2000
 
 
 def default_embedder(root: Path) -> EmbedderLike:
@@ -60,6 +82,41 @@ def default_embedder(root: Path) -> EmbedderLike:
     from actors.models import CachedEmbedder, MiniLMEmbedder
 
     return CachedEmbedder(MiniLMEmbedder(), root / "embeddings.sqlite")
+
+
+def multilingual_embedder(root: Path) -> EmbedderLike:
+    """multilingual-e5-small 4-bit behind the same disk cache (vectors keyed by model name)."""
+    from actors.models import CachedEmbedder, MultilingualE5Embedder
+
+    return CachedEmbedder(MultilingualE5Embedder(), root / "embeddings.sqlite")
+
+
+def _build_model(model: str, root: Path) -> EmbedderLike:
+    # looked up at call time, so the module's factories can be swapped (tests, tools)
+    if model == EMBEDDER_NAMES["multilingual"]:
+        return multilingual_embedder(root)
+    return default_embedder(root)
+
+
+_FACTORIES = frozenset(EMBEDDER_NAMES.values())
+
+
+def looks_cjk(documents: Sequence[Document]) -> bool:
+    """Whether a sample of ``documents`` (up to 64, spread over them) is CJK text."""
+    if not documents:
+        return False
+    step = max(1, len(documents) // _SAMPLE_DOCS)
+    sample = [f"{d.title}\n{document_text(d)[:_SAMPLE_CHARS]}"
+              for d in documents[::step][:_SAMPLE_DOCS]]
+    return is_cjk_text("\n".join(sample))
+
+
+def _manifest_embedder(gen: Path) -> str | None:
+    try:
+        value = json.loads((gen / "manifest.json").read_text(encoding="utf-8"))["embedder"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # Collection reports the corruption
+    return value if isinstance(value, str) else None
 
 
 class _Handle:
@@ -82,12 +139,15 @@ class CorpusIndex:
     Args:
         root: Folder holding the collections (default ``$REACTIVE_RAG_HOME/index``
             or ``~/.cache/reactive_rag/index``).
-        embedder: Vectors for passages and queries (default: MiniLM int8 with a
-            disk cache, created on first use).
+        embedder: Vectors for passages and queries of every collection. Default:
+            chosen per collection and recorded in its manifest (MiniLM int8 for
+            English text, multilingual E5 for CJK text; see :data:`EmbedderChoice`),
+            each behind one disk cache and created on first use; a search uses the
+            embedder its collection was built with.
         chunking: Chunk sizes for new documents.
         exact_threshold: Collections with at least this many chunks get an HNSW graph.
         hnsw_ef: HNSW search breadth (recall vs latency).
-        fusion: Default fusion of BM25 and dense rankings ("linear" or "rrf").
+        fusion: Default fusion of BM25 and dense rankings ("linear": z-scored blend, "minmax", or "rrf").
         alpha: Dense weight of the linear fusion.
     """
 
@@ -105,6 +165,7 @@ class CorpusIndex:
         self.root = Path(root) if root is not None else default_root()
         self._embedder = embedder
         self._owns_embedder = embedder is None
+        self._models: dict[str, EmbedderLike] = {}  # built per model name (owned)
         self.chunking = chunking or ChunkingConfig()
         self.exact_threshold = exact_threshold
         self.hnsw_ef = hnsw_ef
@@ -116,12 +177,89 @@ class CorpusIndex:
     # ------------------------------------------------------------------ embedder
     @property
     def embedder(self) -> EmbedderLike:
-        """The embedder (the default one is created on first use)."""
+        """The embedder given to the index, else the default one (MiniLM, created on first use).
+
+        Collections may record another one: :meth:`collection_embedder`.
+        """
         with self._lock:
             if self._embedder is None:
-                self.root.mkdir(parents=True, exist_ok=True)
-                self._embedder = default_embedder(self.root)
+                self._embedder = self._model_locked(EMBEDDER_NAMES["minilm"])
             return self._embedder
+
+    @property
+    def fixed_embedder(self) -> bool:
+        """Whether an embedder was given (then every collection uses it)."""
+        return not self._owns_embedder
+
+    def _model_locked(self, model: str) -> EmbedderLike:
+        emb = self._models.get(model)
+        if emb is None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            emb = self._models[model] = _build_model(model, self.root)
+        return emb
+
+    def embedder_named(self, model: str) -> EmbedderLike:
+        """The embedder recorded as ``model``: the given one if the index has one, else the
+        built-in model of that name (created on first use), else the default one (whose
+        name will not match: searching then says so).
+        """
+        if not self._owns_embedder or model not in _FACTORIES:
+            return self.embedder
+        with self._lock:
+            return self._model_locked(model)
+
+    def recorded_embedder(self, name: str) -> str | None:
+        """The embedder name ``name``'s current generation records (None: not indexed)."""
+        try:
+            return read_info(self._dir(name)).embedder
+        except (CollectionNotFound, IndexCorrupt):
+            return None
+
+    def collection_embedder(self, name: str) -> EmbedderLike:
+        """The embedder searches of collection ``name`` use (the one it was built with)."""
+        recorded = self.recorded_embedder(name) if self._owns_embedder else None
+        return self.embedder if recorded is None else self.embedder_named(recorded)
+
+    def embedder_for(self, collections: Sequence[str]) -> EmbedderLike:
+        """One embedder for work over ``collections`` (reranking, a run's loop guard).
+
+        Their common recorded embedder; the default one when they record different
+        ones or none (or when the index was given an embedder).
+        """
+        if self._owns_embedder:
+            recorded = {self.recorded_embedder(c) for c in collections} - {None}
+            if len(recorded) == 1:
+                return self.embedder_named(recorded.pop() or "")
+        return self.embedder
+
+    def choose_embedder(self, name: str, documents: Sequence[Document],
+                        choice: EmbedderChoice | None = None,
+                        mode: SyncMode = "sync") -> EmbedderLike:
+        """The embedder a (re-)index of ``name`` with ``documents`` uses.
+
+        ``choice`` ``"minilm"`` or ``"multilingual"`` names the model. ``None`` keeps
+        the one the collection records (a new collection: as ``"auto"``); ``"auto"``
+        detects it from the documents' text, except when adding to a collection,
+        which keeps its own (one collection cannot mix vector spaces). An embedder
+        given to the index is used for ``None`` and ``"auto"``.
+
+        Raises:
+            ValueError: an unknown ``choice``.
+        """
+        if choice is not None and choice not in EMBEDDER_CHOICES:
+            raise ValueError(f"unknown embedder {choice!r}; use one of "
+                             f"{', '.join(EMBEDDER_CHOICES)}")
+        if choice in EMBEDDER_NAMES:
+            with self._lock:
+                return self._model_locked(EMBEDDER_NAMES[str(choice)])
+        if not self._owns_embedder:
+            return self.embedder
+        recorded = self.recorded_embedder(name)
+        if recorded in _FACTORIES and (choice is None or mode == "add"):
+            return self.embedder_named(str(recorded))
+        kind = "multilingual" if looks_cjk(documents) else "minilm"
+        with self._lock:
+            return self._model_locked(EMBEDDER_NAMES[kind])
 
     # ------------------------------------------------------------------ collections
     def _dir(self, name: str) -> Path:
@@ -142,13 +280,14 @@ class CorpusIndex:
         """
         return read_info(self._dir(name))
 
-    def embed_rate(self) -> tuple[float, bool]:
-        """``(passages per second, measured)`` of the embedder on this machine.
+    def embed_rate(self, model: str | None = None) -> tuple[float, bool]:
+        """``(passages per second, measured)`` of an embedder on this machine.
 
-        The rate the last large enough build measured under this root, else
+        ``model``: an embedder name (default: :attr:`embedder`'s). The rate the last
+        large enough build measured under this root, else
         :data:`~reactive_rag.index._rates.DEFAULT_EMBED_RATE` (``measured`` False).
         """
-        rate = load_embed_rate(self.root, self.embedder.name)
+        rate = load_embed_rate(self.root, model or self.embedder.name)
         return (rate, True) if rate is not None else (DEFAULT_EMBED_RATE, False)
 
     def exists(self, name: str) -> bool:
@@ -168,7 +307,7 @@ class CorpusIndex:
             gen = acquire_lease(coll_dir)
             if gen is None:
                 raise CollectionNotFound(f"collection {name!r} has no index yet under {self.root}")
-            emb, why = self._embedder_or_none()
+            emb, why = self._embedder_or_none(_manifest_embedder(gen))
             try:
                 return Collection(gen, name, emb, leased=True, embedder_error=why)
             except IndexCorrupt as exc:
@@ -179,9 +318,9 @@ class CorpusIndex:
         assert last is not None
         raise last
 
-    def _embedder_or_none(self) -> tuple[EmbedderLike | None, str | None]:
+    def _embedder_or_none(self, model: str | None) -> tuple[EmbedderLike | None, str | None]:
         try:
-            return self.embedder, None
+            return (self.embedder if model is None else self.embedder_named(model)), None
         except Exception as exc:  # no model installed: BM25 search still works
             return None, f"{type(exc).__name__}: {exc}"
 
@@ -264,16 +403,23 @@ class CorpusIndex:
         *,
         mode: SyncMode = "sync",
         progress: Progress | None = None,
+        embedder: EmbedderChoice | None = None,
     ) -> IndexReport:
         """Build a new generation of ``name`` from ``documents`` and switch to it atomically.
 
         ``mode="sync"``: the collection becomes exactly these documents (others are
         removed). ``mode="add"``: these documents are added or replaced, others kept.
         Unchanged documents (same id and content hash) reuse their chunks and
-        vectors: nothing is re-embedded for them.
+        vectors: nothing is re-embedded for them. ``embedder``: see
+        :meth:`choose_embedder`; the choice is recorded in the manifest.
         """
+        docs = list(documents)
+        return self._index_with(name, docs, self.choose_embedder(name, docs, embedder, mode),
+                                mode=mode, progress=progress)
+
+    def _index_with(self, name: str, documents: list[Document], embedder: EmbedderLike, *,
+                    mode: SyncMode, progress: Progress | None) -> IndexReport:
         coll_dir = self._dir(name)
-        embedder = self.embedder
         misses_before = _cache_misses(embedder)
         with writer_lock(coll_dir):
             previous: Collection | None = None
@@ -323,6 +469,7 @@ class CorpusIndex:
         documents: Iterable[Document],
         *,
         progress: Progress | None = None,
+        embedder: EmbedderChoice | None = None,
     ) -> IndexReport | None:
         """Index ``documents`` as ``name`` unless it already holds exactly them.
 
@@ -330,16 +477,18 @@ class CorpusIndex:
         document id and content hash matches; ``make demo`` calls this on every run.
         """
         docs = list(documents)
+        emb = self.choose_embedder(name, docs, embedder)
         if self.exists(name):
-            emb = self.embedder
             wanted = {d.id: document_key(d, self.chunking, emb) for d in docs}
             try:
                 with self._borrow(name) as coll:
-                    if coll.document_hashes() == wanted:
+                    # an older BM25 tokenisation is rebuilt too (vectors are reused)
+                    if (coll.document_hashes() == wanted
+                            and coll.bm25.tokenizer == BM25_TOKENIZER):
                         return None
             except IndexCorrupt:
                 pass  # rebuild below
-        return self.index_documents(name, docs, progress=progress)
+        return self._index_with(name, docs, emb, mode="sync", progress=progress)
 
     def index_path(
         self,
@@ -350,6 +499,7 @@ class CorpusIndex:
         progress: Progress | None = None,
         skipped: list[SkippedFile] | None = None,
         max_bytes: int | None = None,
+        embedder: EmbedderChoice | None = None,
     ) -> IndexReport:
         """Index every readable file under ``path`` (see :func:`load_folder`).
 
@@ -365,6 +515,7 @@ class CorpusIndex:
             progress: Called per stage ("load" first), see :data:`Progress`.
             skipped: Receives every file left out, with its typed reason.
             max_bytes: Per-file size cap; larger files are skipped ``too_large``.
+            embedder: Which embedder (see :meth:`choose_embedder`).
 
         Raises:
             NothingToIndex: no file under ``path`` could be indexed; nothing was
@@ -379,7 +530,7 @@ class CorpusIndex:
         if not docs:
             raise NothingToIndex(f"nothing to index in {path}: {_nothing_why(found)}", found)
         return self.index_documents(name, self._keep_ids(name, docs, mode), mode=mode,
-                                    progress=progress)
+                                    progress=progress, embedder=embedder)
 
     def _keep_ids(self, name: str, docs: list[Document], mode: SyncMode) -> list[Document]:
         """``docs`` with the ids the collection already gives the same files.
@@ -436,10 +587,15 @@ class CorpusIndex:
         for h in handles:
             if h.users == 0:
                 h.collection.close()
-        emb = self._embedder
-        closer = getattr(emb, "close", None)
-        if self._owns_embedder and callable(closer):
-            closer()
+        with self._lock:
+            models = list(self._models.values())
+            self._models.clear()
+            if self._owns_embedder:
+                self._embedder = None
+        for emb in models:  # the owned ones; one given to the index is its owner's to close
+            closer = getattr(emb, "close", None)
+            if callable(closer):
+                closer()
 
     def __enter__(self) -> CorpusIndex:
         return self

@@ -46,6 +46,7 @@ from ._seam import (
 from ._verdicts import (
     Answerability,
     AnswerabilityJudge,
+    QuestionSimilarity,
     FlaggedHit,
     SpamKind,
     SpamVerdict,
@@ -58,6 +59,7 @@ from ._verdicts import (
 __all__ = [
     "Answerability",
     "AnswerabilityJudge",
+    "QuestionSimilarity",
     "ConflictCheck",
     "Decision",
     "Draft",

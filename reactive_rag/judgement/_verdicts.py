@@ -16,9 +16,9 @@ deterministic, because it runs inside the state machine.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from actors.text import AskedPeriod
 from streams import EvidenceChunk, Hit, SearchFilters
@@ -26,6 +26,7 @@ from streams import EvidenceChunk, Hit, SearchFilters
 __all__ = [
     "Answerability",
     "AnswerabilityJudge",
+    "QuestionSimilarity",
     "FlaggedHit",
     "SpamKind",
     "SpamVerdict",
@@ -63,28 +64,60 @@ class Answerability:
     extra_ids: tuple[str, ...] = ()
 
 
-AnswerabilityJudge = Callable[[str, Sequence[EvidenceChunk], Sequence[EvidenceChunk]],
-                              Answerability]
-"""``(question, chosen evidence, all held evidence) -> Answerability``; pure."""
+@dataclass(frozen=True, slots=True)
+class QuestionSimilarity:
+    """How close each held passage is to the question, by the run's embedder.
+
+    The final rerank measures it (``rerank.completed.similarity``); a judge fitted
+    on one embedder's cosines uses them only when ``model`` is that embedder.
+    """
+
+    model: str
+    scores: Mapping[str, float]  # chunk id -> cosine to the question
 
 
-def _listing(parts: Sequence[str]) -> str:
+class AnswerabilityJudge(Protocol):
+    """``(question, chosen evidence, all held evidence) -> Answerability``; pure.
+
+    ``similarity`` is what the final rerank measured; the run passes it (by keyword)
+    only when one did, so a judge must accept the keyword but never needs it.
+    """
+
+    def __call__(self, question: str, chosen: Sequence[EvidenceChunk],
+                 held: Sequence[EvidenceChunk] = (), *,
+                 similarity: QuestionSimilarity | None = None) -> Answerability: ...
+
+
+def _listing(parts: Sequence[str], language: str = "en") -> str:
+    if language == "zh":
+        return "、".join(f"“{p}”" for p in parts)
     quoted = [f"'{p}'" for p in parts]
     if len(quoted) <= 1:
         return "".join(quoted)
     return ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
-def partial_note(judged: Answerability) -> str:
-    """The plain note under a partial answer: what was found, what is missing."""
+def partial_note(judged: Answerability, language: str = "en") -> str:
+    """The plain note under a partial answer: what was found, what is missing.
+
+    ``language`` is the question's ("en" or "zh"): the note is read beside the answer.
+    """
+    if language == "zh":
+        missing = _listing(judged.missing, "zh") or "问题的一部分"
+        found = f"已涵盖{_listing(judged.covered, 'zh')}。" if judged.covered else ""
+        return f"部分回答：找到的资料未涉及{missing}。{found}问题的其余部分此处未作回答。"
     missing = _listing(judged.missing) or "part of the question"
     found = f" It covers {_listing(judged.covered)}." if judged.covered else ""
     return (f"Partial answer: the sources found do not cover {missing}.{found} "
             "The rest of the question is not answered here.")
 
 
-def limits_note(resource: str | None) -> str:
+def limits_note(resource: str | None, language: str = "en") -> str:
     """The plain note under an answer the finalizer built when a budget ran out."""
+    if language == "zh":
+        what_zh = {"wall_clock": "时间", "tool_calls": "工具调用", "steps": "步数",
+                   "tokens": "令牌", "read_tokens": "阅读"}.get(resource or "", "")
+        return f"注意：以下内容基于{what_zh}预算用尽前找到的资料，可能不完整。"
     what = {"wall_clock": "time", "tool_calls": "tool-call", "steps": "step",
             "tokens": "token", "read_tokens": "reading"}.get(resource or "", "")
     budget = f"the {what} budget" if what else "the budget"

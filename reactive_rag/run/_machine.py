@@ -35,7 +35,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from actors.rerank import Credibility
-from actors.text import CJK, url_host, url_key
+from actors.text import CJK, text_language, url_host, url_key
 from streams import (
     ActorFailed,
     AnswerabilityJudged,
@@ -93,7 +93,13 @@ from streams import (
     WriteMode,
 )
 
-from ..judgement import Answerability, Judgement, limits_note, partial_note
+from ..judgement import (
+    Answerability,
+    Judgement,
+    QuestionSimilarity,
+    limits_note,
+    partial_note,
+)
 from ._budget import Budget
 from ._exceptions import IllegalTransition
 from ._hygiene import clean_call
@@ -226,6 +232,8 @@ class RunState:
     judged: Answerability | None = None
     model_judges: bool = False  # a chat model judges sufficiency (answerability.requested)
     hint: Answerability | None = None  # the offline verdict shown to the model judge
+    # cosines of the held evidence to the question, from the final rerank (the judge's input)
+    similarity: QuestionSimilarity | None = None
     model_conflicts: tuple[Conflict, ...] | None = None  # what the model judge saw disagree
     fallback_reason: str = ""  # why the run switched to one-shot RAG (said in the outcome)
     notes: tuple[str, ...] = ()  # what stood in for a failed model (said in the outcome)
@@ -1008,7 +1016,9 @@ def _select(state: RunState, mode: WriteMode, out: list[Command]) -> _Step:
             return _done(state, Finish("failed", reason=(
                 f"every tool call failed ({state.failed_calls}); last: {state.last_failure}")), out)
         why = (f"the {state.exhausted.replace('_', ' ')} budget ran out before anything relevant "
-               "was found") if state.exhausted else "nothing relevant was found"
+               "was found") if state.exhausted else (
+            "没有找到相关内容" if text_language(state.question) == "zh" else
+            "nothing relevant was found")
         return _done(state, Finish("no_evidence", reason=_with_notes(state, why)), out)
     if state.exhausted and mode == "answer":
         mode = "finalize"
@@ -1047,6 +1057,9 @@ def _on_selecting(state: RunState, event: Event,
     k = state.budget.final_evidence
     if isinstance(event, RerankCompleted) and event.call_id == FINAL_RERANK_ID:
         ranked = tuple(c.id for c in event.chunks if c.id in state.evidence)
+        if event.similarity:
+            state = replace(state, similarity=QuestionSimilarity(event.embedder,
+                                                                 dict(event.similarity)))
         if not ranked and state.model_judges:
             # The floor is an offline rule (lexical and embedding scores, weak across
             # languages): where a model judges sufficiency it decides, not the floor.
@@ -1091,8 +1104,10 @@ def _judge(state: RunState, ids: tuple[str, ...], out: list[Command]) -> _Step:
     judge = state.judgement.sufficiency
     hint = None
     if judge is not None:
-        hint = judge(state.question, [state.evidence[i] for i in ids],
-                     tuple(state.evidence.values()))
+        chosen, held = [state.evidence[i] for i in ids], tuple(state.evidence.values())
+        # ``similarity`` only when the final rerank measured it (the protocol's keyword)
+        hint = (judge(state.question, chosen, held) if state.similarity is None else
+                judge(state.question, chosen, held, similarity=state.similarity))
     if state.model_judges:
         out.append(AnswerabilityRequested(
             evidence_ids=ids, hint_verdict=hint.verdict if hint is not None else "",
@@ -1264,10 +1279,10 @@ def _answered(state: RunState, verified: AnswerVerified) -> Finish:
     reason = ""
     if state.judged is not None and state.judged.verdict == "partial":
         outcome = "partial"
-        notes.append(partial_note(state.judged))
+        notes.append(partial_note(state.judged, text_language(state.question)))
         reason = "partial answer: " + (state.judged.reason or "part of the question is not covered")
     if finalized:
-        notes.append(limits_note(state.exhausted))
+        notes.append(limits_note(state.exhausted, text_language(state.question)))
         if state.exhausted:
             limit = (f"the {state.exhausted.replace('_', ' ')} budget ran out; answered from the "
                      "evidence gathered")
@@ -1294,7 +1309,9 @@ def _after_bad_draft(state: RunState, errors: tuple[ClaimError, ...],
     if lost is not None and kept:
         # The claim stating the answer failed twice: what was verified is shown, as partial.
         text = " ".join(f"{c.statement.strip()} [{n}]" for n, c in enumerate(kept, 1))
-        note = ("Partial answer: the statement that answered the question could not be "
+        note = ("部分回答：回答问题的那句陈述未能与其来源核对一致，此处只列出已核实的陈述。"
+                if text_language(state.question) == "zh" else
+                "Partial answer: the statement that answered the question could not be "
                 "verified against its source; only the verified statements are shown.")
         return _done(state, Finish("partial", reason=_with_notes(state, (
             f"partial answer: the answer claim failed verification twice ({lost.reason})")),

@@ -57,6 +57,9 @@ shown in the second pair of [brackets] of its header.
 supports the statement.
 - answers: true for the one claim that states the answer to the question, false \
 for the others.
+Write the lead and the statements in the language of the question (a question in \
+Chinese is answered in Chinese), whatever the language of the evidence; quotes stay \
+as the passage writes them.
 Write 1 to 4 claims, the answer first. If the evidence does not answer the \
 question, reply {"claims": []}."""
 

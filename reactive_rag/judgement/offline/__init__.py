@@ -16,7 +16,20 @@ from ._points import compress_round
 from ._question import desubjectivize, extract_entities, question_entities
 from ._rewrite import rewrite_followup
 from ._soft_failures import spam_flags, stale_flag
-from ._sufficiency import QuestionNeeds, analyse_question, judge_answerability
+from ._sufficiency import (
+    QuestionNeeds,
+    analyse_question,
+    judge_answerability,
+    judge_answerability_fixed,
+    sufficiency_features,
+)
+from ._sufficiency_head import (
+    DEFAULT_SUFFICIENCY_HEAD_PATH,
+    SufficiencyFeatures,
+    SufficiencyHead,
+    SufficiencyHeadError,
+    load_sufficiency_head,
+)
 from ._support import (
     DEFAULT_SUPPORT_WEIGHTS,
     SupportScore,
@@ -39,6 +52,7 @@ from ._support_head import (
 from ._yes_no import LEAD_WORDS
 
 __all__ = [
+    "DEFAULT_SUFFICIENCY_HEAD_PATH",
     "DEFAULT_SUPPORT_HEAD_PATH",
     "DEFAULT_SUPPORT_WEIGHTS",
     "LEAD_WORDS",
@@ -50,6 +64,9 @@ __all__ = [
     "LoopVerdict",
     "OfflinePlanner",
     "QuestionNeeds",
+    "SufficiencyFeatures",
+    "SufficiencyHead",
+    "SufficiencyHeadError",
     "SupportHeadError",
     "SupportHeadWeights",
     "SupportScore",
@@ -64,6 +81,8 @@ __all__ = [
     "flip_polarity",
     "head_features",
     "judge_answerability",
+    "judge_answerability_fixed",
+    "load_sufficiency_head",
     "load_support_head",
     "named_hops",
     "normalize_query",
@@ -75,6 +94,7 @@ __all__ = [
     "select_evidence",
     "spam_flags",
     "stale_flag",
+    "sufficiency_features",
     "support_score",
     "without_verdict",
 ]

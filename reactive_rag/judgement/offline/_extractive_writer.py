@@ -556,7 +556,12 @@ class ExtractiveWriter(WriterBase):
                 chosen = self._with_relation(sentences, chosen, value, base, near, relation)
             if kind in ("who", "what"):
                 chosen = self._with_introduction(sentences, chosen, named)
-            chosen = _answer_first(chosen, value, [sentences[i].chunk.id in hops for i in chosen])
+            relation_terms = set(needs.terms)
+            direct = [bool(relation_terms) and relation_terms <= _plain_terms(sentences[i].quote)
+                      and (kind != "who" or _new_person(sentences[i].quote, question))
+                      for i in chosen]
+            chosen = _answer_first(chosen, value, [sentences[i].chunk.id in hops for i in chosen],
+                                   direct)
         return [
             Claim(
                 statement=sentences[i].statement,
@@ -743,21 +748,40 @@ class ExtractiveWriter(WriterBase):
         return len(small) >= 2 and small <= large
 
 
-def _answer_first(chosen: list[int], value: Sequence[bool], in_hop: Sequence[bool]) -> list[int]:
-    """The claim holding the asked value leads: from the next hop when one does.
+def _answer_first(chosen: list[int], value: Sequence[bool], in_hop: Sequence[bool],
+                  direct: Sequence[bool]) -> list[int]:
+    """The claim holding the asked value leads: one saying the asked relation itself
+    first, else one from the next hop.
 
     A lead that only restates the question's own names ("X was a junior
     hockey team") makes the reader hunt for the answer in the claims after it;
     on a multi-hop question the first hop's values ("the 1925 honours", the
-    bridge's name) are not the answer, the next hop's are. ``in_hop`` says,
-    per chosen claim, whether its chunk is such a next hop.
+    bridge's name) are not the answer, the next hop's are. But a sentence that
+    says every word of the question's relation beside a new value ("Raft was
+    designed by ..." for "Who designed Raft?", for "who" a person's name of
+    two words) answers it where it stands: no hop is needed. ``in_hop`` and
+    ``direct`` say, per chosen claim, whether its chunk is a next hop and
+    whether it is such a sentence.
     """
-    firsts = [pos for pos, i in enumerate(chosen) if value[i] and in_hop[pos]]
+    firsts = [pos for pos, i in enumerate(chosen) if value[i] and direct[pos]]
+    if not firsts:
+        firsts = [pos for pos, i in enumerate(chosen) if value[i] and in_hop[pos]]
+        if value[chosen[0]] and in_hop[0]:
+            return chosen
     firsts += [pos for pos, i in enumerate(chosen) if value[i]]
-    if not firsts or firsts[0] == 0 or (value[chosen[0]] and in_hop[0]):
+    if not firsts or firsts[0] == 0:
         return chosen
     lead = chosen[firsts[0]]
     return [lead, *(i for i in chosen if i != lead)]
+
+
+# A person's name as prose writes it: two or more capitalised words ("Ada M. Quill").
+_PERSON = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z]\.)?(?:\s+[A-Z][a-z'\u2019-]+)+")
+
+
+def _new_person(sentence: str, question: str) -> bool:
+    """``sentence`` names someone by a name of two words or more the question lacks."""
+    return any(m.group(0) not in question for m in _PERSON.finditer(sentence))
 
 
 def _focus(question: str) -> set[str]:

@@ -30,6 +30,10 @@ _ELLIPSIS = re.compile(r"^\s*(?:and\s+)?(?:what|how)\s+about\s+(?P<x>.+?)\s*[?.!
                        re.IGNORECASE)
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _WHO_DID = re.compile(r"^\s*who\s+(?!(?:is|was|are|were|'s)\b)\w+", re.IGNORECASE)
+# "Which one ...?", "which of them ...?": one of the things the last turn was about.
+_WHICH_ONE = re.compile(
+    r"^\s*(?:and\s+|so\s+)?which\s+(?:one|of\s+(?:them|the\s+two|these|those|the\s+(?:two|three)"
+    r"\s+\w+))\b", re.IGNORECASE)
 _WHICH = re.compile(r"^\s*(?:which|what)\b(?!\s+(?:is|was|are|were|about)\s+(?:a|an)?\b)",
                     re.IGNORECASE)
 
@@ -45,6 +49,13 @@ def rewrite_followup(question: str, history: Sequence[Turn]) -> Rewrite:
         standalone = _vary(last.standalone, ellipsis.group("x").strip())
         if standalone is not None:
             return Rewrite(question, standalone, {question: standalone}, (last.run_id,))
+    options = _options(last)
+    which_one = _WHICH_ONE.match(question)
+    if which_one is not None and len(options) >= 2:
+        listed = ", ".join(options[:-1]) + " or " + options[-1]
+        standalone = f"Which of {listed}{question[which_one.end():]}"
+        return Rewrite(question, standalone, {which_one.group(0).strip(): listed},
+                       (last.run_id,))
     subject = _subject(history)
     person = (_answer_name(history) if _WHO_DID.match(last.standalone) else None) or subject
     thing = (_answer_name(history) if _WHICH.match(last.standalone) else None) or subject
@@ -71,6 +82,16 @@ def rewrite_followup(question: str, history: Sequence[Turn]) -> Rewrite:
     if not resolved:
         return Rewrite(question, question, {}, ())
     return Rewrite(question, standalone[:1].upper() + standalone[1:], resolved, (last.run_id,))
+
+
+def _options(turn: Turn) -> list[str]:
+    """The things a turn compared or listed: its question's names, else its answer's."""
+    names = question_entities(turn.standalone)
+    names = [n for n in names if not any(o != n and o in n for o in names)]  # "A and B": A, B
+    if len(names) >= 2:
+        return names[:4]
+    found = [n for n in extract_entities(turn.answer) if not _YEAR.fullmatch(n)]
+    return list(dict.fromkeys(found))[:4] if len(found) >= 2 else []
 
 
 def _subject(history: Sequence[Turn]) -> str | None:

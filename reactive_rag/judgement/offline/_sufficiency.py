@@ -1,34 +1,37 @@
-"""The offline answerability judge: does the chosen evidence cover every part of the question?
+"""The offline answerability judge: does the chosen evidence answer the question?
 
 No model reads the question here, so the judge works from its shape: what
 kind of answer it asks for (who / when / where / how many / yes-no / how-to /
-definition), the named things it is about, and its other content words. The
-evidence answers the question when
+definition), the named things it is about, and its other content words, in
+English or in Chinese (:mod:`._question_zh`). It measures
 
-1. every named thing of the question is mentioned by some chosen passage
-   (its title counts: a passage is *about* what it is titled after);
-2. enough of the question's other content words occur in the passages that
-   mention its subject (a passage about the right thing but another relation
-   does not answer): one passage, or two linked ones (one names the other's
-   title, stem by stem), or the pages of two different named things of the
-   question (one titled after its thing, the other titled so or saying so in
-   its first sentence); and
-3. a passage that bears on the question holds a value of the asked kind
-   that the question does not already give (a year for "when", a number for
-   "how many", a name for "who" / "where").
+1. which named things of the question some chosen passage mentions (its title
+   counts: a passage is *about* what it is titled after);
+2. how much of the question's content words, weighted by how specific they
+   are, the passages that mention its subject hold: one passage, or two linked
+   ones (one names the other's title, stem by stem), or the pages of two
+   different named things of the question; with no name, a window of a few
+   sentences of one passage;
+3. whether a passage that bears on the question holds a value of the asked
+   kind that the question does not already give (a year for "when", a number
+   for "how many", a name for "who" / "where").
 
-A capitalised word that no passage holds and that is a common word misspelt
-("Eurpean") is a typo, not a named thing; so is one word of a longer name that
-a page's title spells one letter apart ("Orsley Hal War Memorial"). A
-lifespan in brackets says "born" and "died", "Western" is "West", and "the
-16th century" or "the 1990s" is a date. Parts that are missing become the
-verdict's ``missing`` list and the follow-up searches that might find them.
-Pure and deterministic: it runs inside the state machine.
+A fitted score (:mod:`._sufficiency_head`) weighs these into the verdict; with
+the head switched off, fixed shares decide (``judge_answerability_fixed``).
+A name with one word typed one letter off a word the passages hold is that
+word ("Orsley Hal" for "Orsley Hall", "Eurpean" for "European"); a lower-case
+word general English and every passage lack is a typo that weighs nothing. A
+lifespan in brackets says "born" and "died", "Western" is "West", and "the 16th
+century" or "the 1990s" is a date. A Chinese word counts as held when each of
+its character pairs is, whatever either side's segmentation. Parts that are
+missing become the verdict's ``missing`` list and the follow-up searches that
+might find them. Pure and deterministic: it runs inside the state machine.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -36,17 +39,21 @@ from dataclasses import dataclass
 
 from wordfreq import zipf_frequency
 
-from actors.text import content_terms, split_sentences, stem, tokenize
-from reactive_rag.judgement import Answerability
+from actors.text import CJK, content_terms, is_cjk_text, split_sentences, stem, tokenize
+from reactive_rag.judgement import Answerability, QuestionSimilarity
 from streams import EvidenceChunk
 
 from ._question import desubjectivize, extract_entities, question_entities
+from ._question_zh import ZH_ASKING, zh_answer_type, zh_entities, zh_holds_new_value
+from ._sufficiency_head import SufficiencyFeatures, SufficiencyHead, load_sufficiency_head
 
 __all__ = [
     "QuestionNeeds",
     "analyse_question",
     "holds_new_value",
     "judge_answerability",
+    "judge_answerability_fixed",
+    "sufficiency_features",
     "term_weight",
 ]
 
@@ -104,6 +111,14 @@ _TYPES_ANYWHERE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\b(?:what|which)\s+(?:city|country|state|town|place|county|region)\b", "where"),
     )
 )
+# A leading condition about the asker ("When I open a file, ...", "If you pass None what
+# ..."): it sets the scene; the question is the clause after it, so "When I" asks no date.
+_CONDITION = re.compile(
+    r"^\s*(?:when|whenever|if|once)\s+(?:i|you|we|one|my|your|our)\b[^,?]*?"
+    r"(?:,\s*|\s+(?=(?:is|are|was|were|does|do|did|can|could|will|would|should|how|what|"
+    r"why|which|who|where)\b))",
+    re.IGNORECASE,
+)
 # Words of a question that only say how it is asked (never a part to cover).
 _ASKING = frozenset(
     [
@@ -135,13 +150,16 @@ class QuestionNeeds:
 
 def analyse_question(question: str) -> QuestionNeeds:
     """Split a question into the parts the evidence has to cover."""
+    if is_cjk_text(question):
+        return _analyse_zh(question)
     text = desubjectivize(question)
     entities = tuple(_outer_entities(question_entities(question)))
     numbers = tuple(dict.fromkeys(m.group(0) for m in _QUESTION_NUMBER.finditer(text)))
     entities += tuple(n for n in numbers if not any(n in e for e in entities))
-    answer_type = next((t for p, t in _TYPES if p.search(text)), "")
+    asked = _CONDITION.sub("", text, count=1)  # "When I run X, does it ...": asks "does"
+    answer_type = next((t for p, t in _TYPES if p.search(asked)), "")
     if not answer_type or answer_type in ("who", "what"):
-        answer_type = next((t for p, t in _TYPES_ANYWHERE if p.search(text)), answer_type)
+        answer_type = next((t for p, t in _TYPES_ANYWHERE if p.search(asked)), answer_type)
     if _is_choice(text, entities):
         answer_type = "choice"
     noun_of = _NOUN_OF.search(text)
@@ -162,6 +180,21 @@ def analyse_question(question: str) -> QuestionNeeds:
         terms.append(stems[0])
         words.append(word)
     return QuestionNeeds(answer_type, entities, tuple(terms), tuple(words))
+
+
+def _analyse_zh(question: str) -> QuestionNeeds:
+    """:func:`analyse_question` for a question in Chinese (see :mod:`._question_zh`)."""
+    entities = tuple(zh_entities(question))
+    answer_type = zh_answer_type(question) or "what"
+    in_entities = {t for e in entities for t in content_terms(e)}
+    terms: list[str] = []
+    for word in content_terms(question):
+        if word in ZH_ASKING or word in in_entities or word in terms:
+            continue
+        if CJK.search(word) and any(q in word for q in ("什么", "哪", "多少")):
+            continue  # "什么人", "哪一年": a question word glued to its noun
+        terms.append(word)
+    return QuestionNeeds(answer_type, entities, tuple(terms), tuple(terms))
 
 
 def _is_choice(text: str, entities: Sequence[str]) -> bool:
@@ -209,7 +242,32 @@ def _stems(text: str) -> set[str]:
     if _LIFESPAN.search(text):
         stems |= _LIFESPAN_TERMS
     stems |= {_COMPASS[t] for t in stems if t in _COMPASS}
+    stems |= _bigrams(text)
     return stems | {_fold(t) for t in stems}
+
+
+def _bigrams(text: str) -> set[str]:
+    """Every pair of adjacent CJK characters of ``text``, marked so no word collides.
+
+    A segmenter may cut a passage's "中离" where the question's cut keeps it whole;
+    a Chinese word counts as present when each of its character pairs is (see
+    :func:`_covered`), whatever either side's segmentation.
+    """
+    if not CJK.search(text):
+        return set()
+    flat = unicodedata.normalize("NFKC", text)
+    return {"\x00" + flat[i:i + 2] for i in range(len(flat) - 1)
+            if CJK.match(flat[i]) and CJK.match(flat[i + 1])}
+
+
+def _covered(term: str, have: set[str]) -> bool:
+    """``term`` is among ``have``, or (a Chinese word) each of its character pairs is."""
+    if term in have:
+        return True
+    if len(term) < 2 or not CJK.match(term[0]):
+        return False
+    pairs = {"\x00" + term[i:i + 2] for i in range(len(term) - 1)}
+    return pairs <= have
 
 
 # "Western Lirean" is the "West Lirean" of a passage: a compass adjective counts as its
@@ -260,6 +318,9 @@ def _question_terms(word: str) -> list[str]:
 def _mentions(chunk_terms: set[str], entity: str) -> bool:
     """Every word of ``entity`` is in the passage; accents and initials aside ("Zurich" is
     "Zürich", "Ana M Ruiz" is "Ana Maria Ruiz")."""
+    if CJK.search(entity):  # a Chinese title: its words or its character pairs
+        return all(_covered(t, chunk_terms) for t in content_terms(entity)) and bool(
+            content_terms(entity))
     stems = set(content_terms(entity))
     if len(stems) > 1:
         stems = {t for t in stems if len(t) > 1} or stems  # "Ana M Ruiz": "M" is an initial
@@ -280,7 +341,26 @@ def _weight(word: str) -> float:
     From the word's Zipf frequency in general English (``wordfreq``): "the" ~7.7,
     "people" ~6.3, "arena" ~4.3, "aorta" ~2.9, an unknown name 0.
     """
-    return min(_MAX_WEIGHT, max(_MIN_WEIGHT, _ZIPF_CEILING - zipf_frequency(word, "en")))
+    zipf = _zipf_zh(word) if CJK.match(word) else zipf_frequency(word, "en")
+    return min(_MAX_WEIGHT, max(_MIN_WEIGHT, _ZIPF_CEILING - zipf))
+
+
+@functools.lru_cache(maxsize=65536)
+def _zipf_zh(word: str) -> float:
+    """A Chinese word's Zipf frequency from wordfreq's bundled list (0 when it is not there).
+
+    Looked up directly: ``zipf_frequency(word, "zh")`` would re-segment the word with
+    jieba, which the lookup of one already segmented word does not need.
+    """
+    freq = _zh_frequencies().get(word, 0.0)
+    return math.log10(freq * 1e9) if freq > 0 else 0.0
+
+
+@functools.lru_cache(maxsize=1)
+def _zh_frequencies() -> dict[str, float]:
+    from wordfreq import get_frequency_dict
+
+    return dict(get_frequency_dict("zh", wordlist="best"))
 
 
 def term_weight(word: str) -> float:
@@ -290,6 +370,10 @@ def term_weight(word: str) -> float:
 
 def _weighted_terms(question: str) -> dict[str, float]:
     """Every content stem of the question (entities included) with its specificity."""
+    if is_cjk_text(question):
+        needs = _analyse_zh(question)
+        words = [*needs.terms, *(t for e in needs.entities for t in content_terms(e))]
+        return {w: _weight(w) for w in dict.fromkeys(words)}
     text = desubjectivize(question)
     kind_nouns = _kind_nouns(text)
     out: dict[str, float] = {}
@@ -304,61 +388,16 @@ def _weighted_terms(question: str) -> dict[str, float]:
 
 
 def _typos(question: str, seen: set[str]) -> set[str]:
-    """Stems of lower-case words of ``question`` that general English and every passage lack.
+    """Stems of lower-case words of ``question`` that are a common English word misspelt.
 
-    Names are capitalised, so "eavery" or "hree" is a misspelling; a rare
-    word some passage does hold ("tarn") is not.
+    A word general English and every passage lack, one edit from a common
+    word ("eavery", "hree"), is a typo; an unknown word no common word is
+    near ("pymongo", "goroutines") is a technical term the evidence must
+    hold, and a rare word some passage does hold ("tarn") is neither.
     """
     return {t for w in _LOWER_WORD.findall(desubjectivize(question))
-            if zipf_frequency(w, "en") == 0 for t in content_terms(w) if _fold(t) not in seen}
-
-
-def _slipped_names(entities: Sequence[str], chunks: Sequence[EvidenceChunk],
-                   terms_of: dict[str, set[str]]) -> dict[str, tuple[str, str]]:
-    """Names of three or more words that a passage's title spells with one letter changed.
-
-    "Orsley Hal War Memorial" is the page "Orsley Hall War Memorial": returns,
-    per such name, the stem of its misspelt word and the name as the title spells it.
-    """
-    out: dict[str, tuple[str, str]] = {}
-    for entity in entities:
-        words = entity.split()
-        if len(words) < 3 or any(_mentions(terms_of[c.id], entity) for c in chunks):
-            continue
-        for c in chunks:
-            title_words = set(tokenize(_PAREN.sub("", c.title or "")))
-            odd = [w for w in words if w.lower() not in title_words]
-            if len(odd) != 1 or len(odd[0]) < 3:
-                continue
-            near = [t for t in title_words if len(t) >= 3 and _one_edit(odd[0].lower(), t)]
-            if near:
-                stems = content_terms(odd[0])
-                out[entity] = (stems[0] if stems else odd[0].lower(),
-                               entity.replace(odd[0], near[0]))
-                break
-    return out
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """``a`` and ``b`` differ by one letter dropped, added or changed."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    if len(a) > len(b):
-        a, b = b, a
-    i = 0
-    while i < len(a) and a[i] == b[i]:
-        i += 1
-    return a[i + (len(a) == len(b)):] == b[i + 1:]
-
-
-def _misspelt_names(entities: Sequence[str], seen: set[str]) -> set[str]:
-    """One-word "names" of the question that are a common word misspelt ("Eurpean").
-
-    A capitalised word that general English and every passage lack, one
-    letter away from a common word, is a typo, not a thing to look for.
-    """
-    return {e for e in entities if _CAP_WORD.fullmatch(e) and zipf_frequency(e, "en") == 0
-            and not {_fold(t) for t in content_terms(e)} & seen and _near_common(e.lower())}
+            if zipf_frequency(w, "en") == 0 and _near_common(w)
+            for t in content_terms(w) if _fold(t) not in seen}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -375,8 +414,48 @@ def _near_common(word: str) -> bool:
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
-_CAP_WORD = re.compile(r"[A-Z][a-z]{3,}")
-_COMMON_ZIPF = 4.0  # "european" 5.1, "hall" 4.9: words everyone spells
+_COMMON_ZIPF = 4.0  # "every" 6.2, "three" 5.9: words everyone spells
+
+
+def _respelt_names(entities: Sequence[str], chunks: Sequence[EvidenceChunk],
+                   terms_of: dict[str, set[str]], seen: set[str]) -> dict[str, set[str]]:
+    """Names with one word typed one letter off a word the passages hold, respelt.
+
+    "Orsley Hal War Memorial" is the "Orsley Hall War Memorial" a passage names,
+    "Eurpean" the "European" it says: a word no passage holds, one edit (a
+    letter dropped, added or changed) from one a passage does, is read as that
+    word when the whole name is then mentioned by one passage. One word per
+    name at most: two slips make another name. Returns, per respelt name, its
+    stems as respelt (what :func:`_mentions` then checks).
+    """
+    out: dict[str, set[str]] = {}
+    for entity in entities:
+        if CJK.search(entity) or any(_mentions(terms_of[c.id], entity) for c in chunks):
+            continue
+        stems = [_fold(t) for t in content_terms(entity)]
+        odd = [t for t in stems if t not in seen]
+        if len(odd) != 1 or len(odd[0]) < 3:
+            continue
+        for near in sorted(t for t in seen if len(t) >= 3 and _one_edit(odd[0], t)):
+            respelt = {near if t == odd[0] else t for t in stems}
+            if any(respelt <= terms_of[c.id] for c in chunks):
+                out[entity] = respelt
+                break
+    return out
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` differ by one letter dropped, added or changed."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    return a[i + (len(a) == len(b)):] == b[i + 1:]
+
+
 # A word written in lower case, letters only ("eavery"; not "iPhone", "x86", "Leda").
 _LOWER_WORD = re.compile(r"(?<![\w'\u2019-])[a-z]{3,}(?![\w'\u2019-])")
 # "What year", "which city": the noun names the kind of answer, which a passage
@@ -395,7 +474,7 @@ def _kind_nouns(text: str) -> set[str]:
 
 def _share(weights: dict[str, float], have: set[str]) -> float:
     total = sum(weights.values())
-    return sum(w for t, w in weights.items() if t in have) / total if total else 1.0
+    return sum(w for t, w in weights.items() if _covered(t, have)) / total if total else 1.0
 
 
 def holds_new_value(kind: str, sentence: str, question: str) -> bool:
@@ -406,6 +485,8 @@ def holds_new_value(kind: str, sentence: str, question: str) -> bool:
     question ("the 1925 honours") holds no answer to it, however well it matches.
     Other kinds ask for no single value: always True.
     """
+    if is_cjk_text(question):
+        return zh_holds_new_value(kind, sentence, question)
     q_tokens = set(tokenize(question))
     if kind == "when":
         values = [m.group(0) for m in _YEAR.finditer(sentence)]
@@ -557,9 +638,22 @@ def _stemmed(text: str) -> str:
     return " ".join(stem(tokenize(text)))
 
 
-def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
-                        held: Sequence[EvidenceChunk] = ()) -> Answerability:
-    """The offline :data:`~reactive_rag.run.AnswerabilityJudge` (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class _Assessment:
+    """What the judge measured of one question and its evidence."""
+
+    needs: QuestionNeeds
+    features: SufficiencyFeatures
+    share: float
+    threshold: float  # the fixed share the head replaces (``head=None``)
+    covered: tuple[str, ...]
+    missing: tuple[str, ...]  # named things and the asked value that are missing
+    absent: tuple[str, ...]  # the question's other words the best passages lack
+    extra: tuple[str, ...]
+
+
+def _assess(question: str, chosen: Sequence[EvidenceChunk], held: Sequence[EvidenceChunk],
+            similarity: QuestionSimilarity | None, head: SufficiencyHead | None) -> _Assessment:
     needs = analyse_question(question)
     weights = _weighted_terms(question)
     pool = list(chosen)
@@ -567,31 +661,33 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
     chosen_ids = {c.id for c in chosen}
     terms_of = {c.id: _terms(c) for c in [*chosen, *held]}
     seen = set().union(*terms_of.values())
-    misspelt = _misspelt_names(needs.entities, seen)  # "Eurpean": no name to look for
-    typos = _typos(question, seen) | {t for name in misspelt for t in content_terms(name)}
-    slips = _slipped_names(needs.entities, [*chosen, *held], terms_of)  # "Orsley Hal": "Hall"
-    typos |= {slip for slip, _ in slips.values()}
+    respelt = _respelt_names(needs.entities, [*chosen, *held], terms_of, seen)  # "Hal": "Hall"
+    for stems in respelt.values():
+        seen |= stems
+    typos = _typos(question, seen)
+    for name in respelt:
+        typos |= {_fold(t) for t in content_terms(name)} - respelt[name]
     for typo in typos:
         weights[_fold(typo)] = _MIN_WEIGHT  # a misspelt word weighs as little as the commonest
     covered: list[str] = []
     missing: list[str] = []
     # 1. named things: each must be mentioned by a chosen passage (or a held one, added).
     for name in needs.entities:
-        if name in misspelt:
-            continue
-        entity = slips[name][1] if name in slips else name
-        hit = any(_mentions(terms_of[c.id], entity) for c in pool)
+        def mentions(chunk: EvidenceChunk, name: str = name) -> bool:
+            if name in respelt:
+                return respelt[name] <= terms_of[chunk.id]
+            return _mentions(terms_of[chunk.id], name)
+
+        hit = any(mentions(c) for c in pool)
         if not hit:
-            more = [c for c in held if c.id not in chosen_ids and _mentions(terms_of[c.id], entity)]
+            more = [c for c in held if c.id not in chosen_ids and mentions(c)]
             if more:
                 extra.append(more[0].id)
                 pool.append(more[0])
                 hit = True
         (covered if hit else missing).append(name)
     # 2. the question's words, weighted by how specific they are, in one or two passages;
-    # with no named thing to anchor them, close together in one passage. A passage
-    # *about* a named thing (titled after it) is stronger evidence than one naming it
-    # in passing; without one, more of the question must be covered.
+    # with no named thing to anchor them, close together in one passage.
     about = any(_mentions(_stems(c.title), e) for c in pool if c.title
                 for e in needs.names)
     threshold = (_TERM_SHARE if about else _TERM_SHARE_IN_PASSING) if needs.entities else (
@@ -612,33 +708,121 @@ def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
                 if where is not None and share >= threshold:
                     extra.append(where.id)
                     pool.append(where)
-    absent = [w for w, t in zip(needs.words, needs.terms, strict=True) if t not in have]
+    absent = [w for w, t in zip(needs.words, needs.terms, strict=True) if not _covered(t, have)]
     covered.extend(w for w in needs.words if w not in absent)
     # 3. a value of the asked kind in a sentence that bears on the question.
     wants_value = needs.answer_type in _VALUE_WORDS
     value = not wants_value or _value_sentence(needs.answer_type, question, weights, pool)
     if not value:
-        missing.append(_VALUE_WORDS[needs.answer_type])
-    entities_ok = all(e in covered for e in needs.entities if e not in misspelt)
-    terms_ok = share >= threshold
-    if not terms_ok:
-        missing.extend(a for a in absent if a not in missing)
-    searches = _searches(needs, missing, covered)
-    if entities_ok and terms_ok and value:
-        return Answerability("answerable", needs.answer_type, tuple(covered), (),
-                             "the evidence covers every part of the question", (), tuple(extra))
+        words = _VALUE_WORDS_ZH if is_cjk_text(question) else _VALUE_WORDS
+        missing.append(words[needs.answer_type])
+    named = list(needs.entities)
+    features = SufficiencyFeatures(
+        share=share,
+        rare_share=_share({t: w for t, w in weights.items() if w >= _RARE_WEIGHT}, have),
+        soft_share=_share(weights, have | _prefixes(have)),
+        rarest_held=1.0 - max((w for t, w in weights.items() if not _covered(t, have)),
+                              default=0.0) / _MAX_WEIGHT,
+        names=sum(e in covered for e in named) / len(named) if named else 1.0,
+        value=1.0 if value else 0.0,
+        about=1.0 if about else 0.0,
+        no_names=0.0 if needs.entities else 1.0,
+        **_dense(chosen, similarity, head),
+        **_asks_value(needs.answer_type, share, _dense(chosen, similarity, head)["dense"]),
+    )
+    return _Assessment(needs, features, share, threshold, tuple(covered), tuple(missing),
+                       tuple(absent), tuple(extra))
+
+
+def _prefixes(have: set[str]) -> set[str]:
+    """The leading parts of ``have``'s longer Latin words, so "enum" counts for
+    "enumeration" and "concurrent" for "concurrently" (see ``soft_share``)."""
+    out: set[str] = set()
+    for t in have:
+        if len(t) >= _SOFT_PREFIX and t[:1].isascii() and t.isalpha():
+            out.update(t[:n] for n in range(_SOFT_PREFIX, len(t)))
+    return out
+
+
+def _dense(chosen: Sequence[EvidenceChunk], similarity: QuestionSimilarity | None,
+           head: SufficiencyHead | None) -> dict[str, float]:
+    """``dense`` and ``dense_known`` (see :class:`SufficiencyFeatures`)."""
+    fill = {"dense": head.dense_fill if head else 0.0, "dense_known": 0.0}
+    if similarity is None or head is None or similarity.model != head.dense_model:
+        return fill
+    known = [similarity.scores[c.id] for c in chosen if c.id in similarity.scores]
+    return {"dense": max(known), "dense_known": 1.0} if known else fill
+
+
+def _asks_value(answer_type: str, share: float, dense: float) -> dict[str, float]:
+    """``asks_value`` and its two products (see :class:`SufficiencyFeatures`)."""
+    asks = 1.0 if answer_type in _VALUE_WORDS else 0.0
+    return {"asks_value": asks, "asks_value_share": asks * share,
+            "asks_value_dense": asks * dense}
+
+
+def sufficiency_features(question: str, chosen: Sequence[EvidenceChunk],
+                         held: Sequence[EvidenceChunk] = (), *,
+                         similarity: QuestionSimilarity | None = None,
+                         head: SufficiencyHead | None = None) -> SufficiencyFeatures:
+    """The signals the fitted head weighs for ``question`` over ``chosen`` (for fitting)."""
+    return _assess(question, chosen, held, similarity, head or load_sufficiency_head()).features
+
+
+def judge_answerability(question: str, chosen: Sequence[EvidenceChunk],
+                        held: Sequence[EvidenceChunk] = (), *,
+                        similarity: QuestionSimilarity | None = None) -> Answerability:
+    """The offline :class:`~reactive_rag.judgement.AnswerabilityJudge`, with the fitted head."""
+    return _judge(question, chosen, held, similarity, load_sufficiency_head())
+
+
+def judge_answerability_fixed(question: str, chosen: Sequence[EvidenceChunk],
+                              held: Sequence[EvidenceChunk] = (), *,
+                              similarity: QuestionSimilarity | None = None) -> Answerability:
+    """The judge with the fixed word shares instead of the fitted head (config switch)."""
+    return _judge(question, chosen, held, similarity, None)
+
+
+def _judge(question: str, chosen: Sequence[EvidenceChunk], held: Sequence[EvidenceChunk],
+           similarity: QuestionSimilarity | None, head: SufficiencyHead | None) -> Answerability:
+    a = _assess(question, chosen, held, similarity, head)
+    needs = a.needs
+    entities_ok = a.features.names >= 1.0
+    if head is None:
+        answerable = entities_ok and a.share >= a.threshold and a.features.value > 0
+        terms_ok = a.share >= a.threshold
+    else:
+        answerable = head.answerable(a.features)
+        terms_ok = answerable or a.share >= a.threshold
+    missing = list(a.missing)
+    if not terms_ok or (not answerable and not missing):
+        missing.extend(w for w in a.absent if w not in missing)
+    searches = _searches(needs, missing, a.covered)
+    extra = a.extra
+    zh = is_cjk_text(question)
+    if answerable:
+        return Answerability("answerable", needs.answer_type, a.covered, (),
+                             "找到的资料涵盖了问题的各个部分" if zh else
+                             "the evidence covers every part of the question", (), extra)
     # A partial answer must be about a named thing of the question: words of a question
     # matched here and there are not a part of its answer.
-    named = [e for e in needs.names if e in covered]
-    if named and len(named) * 2 >= len(needs.entities) and share >= _PARTIAL_SHARE:
-        return Answerability("partial", needs.answer_type, tuple(covered), tuple(missing),
+    named = [e for e in needs.names if e in a.covered]
+    if named and len(named) * 2 >= len(needs.entities) and a.share >= _PARTIAL_SHARE:
+        return Answerability("partial", needs.answer_type, a.covered, tuple(missing),
+                             f"找到的资料未涉及{'、'.join(missing)}" if zh else
                              f"the evidence does not cover {', '.join(missing)}", tuple(searches),
-                             tuple(extra))
+                             extra)
+    if zh:
+        what_zh = "、".join(missing) or "这个问题"
+        return Answerability("unanswerable", needs.answer_type, a.covered, tuple(missing),
+                             f"没有找到涉及{what_zh}的资料", tuple(searches), extra)
     what = ", ".join(missing) or "the question"
-    return Answerability("unanswerable", needs.answer_type, tuple(covered), tuple(missing),
-                         f"nothing found covers {what}", tuple(searches), tuple(extra))
+    return Answerability("unanswerable", needs.answer_type, a.covered, tuple(missing),
+                         f"nothing found covers {what}", tuple(searches), extra)
 
 
+_RARE_WEIGHT = 3.0  # Zipf 4 or rarer: "arena", "coroutine", "续作", not "people" or "time"
+_SOFT_PREFIX = 5
 _TERM_SHARE = 0.6
 _TERM_SHARE_NO_NAMES = 0.85
 # A task ("how do I cache the results of an expensive call") is named by its verb and
@@ -654,6 +838,8 @@ _MIN_WEIGHT = 0.5
 _MAX_WEIGHT = 6.0
 _VALUE_WORDS = {"when": "the date asked for", "how_many": "the number asked for",
                 "who": "the name asked for", "where": "the place asked for"}
+_VALUE_WORDS_ZH = {"when": "所问的时间", "how_many": "所问的数字", "who": "所问的人名",
+                   "where": "所问的地点"}
 
 
 def _searches(needs: QuestionNeeds, missing: Sequence[str], covered: Sequence[str]) -> list[str]:

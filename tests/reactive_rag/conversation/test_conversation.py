@@ -52,6 +52,11 @@ def turn(question: str, answer: str = "", *, run_id: str = "r1",
     # "her" before a noun is possessive, before nothing an object
     ([turn("Who wrote Frankenstein?", "Mary Shelley wrote it.")],
      "Who was her husband?", "Who was Mary Shelley's husband?"),
+    # "which one" after a turn about two things: one of those two
+    ([turn("How do Redis and Memcached store values?", "Redis keeps strings; Memcached items.")],
+     "Which one has no size limit?", "Which of Redis or Memcached has no size limit?"),
+    ([turn("What key-value stores are there?", "Redis keeps data in memory. Etcd is a store.")],
+     "which of them is older?", "Which of Redis or Etcd is older?"),
 ])
 def test_follow_ups_are_rewritten_from_the_history(history: list[Turn], follow_up: str,
                                                    standalone: str) -> None:

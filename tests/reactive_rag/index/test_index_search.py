@@ -170,13 +170,47 @@ def test_bad_arguments_are_rejected(index: CorpusIndex) -> None:
 def test_fuse_linear_and_rrf_rank_shared_candidates_first() -> None:
     lex = (np.array([3, 1, 7]), np.array([9.0, 5.0, 1.0], dtype=np.float32))
     den = (np.array([1, 3, 8]), np.array([0.9, 0.8, 0.1], dtype=np.float32))
-    for method in ("linear", "rrf"):
-        ids, scores = fuse(lex, den, method=method)  # type: ignore[arg-type]
+    for method in ("linear", "minmax", "rrf"):
+        ids, scores = fuse(lex, den, method=method)
         assert set(ids[:2].tolist()) == {1, 3}
         assert sorted(ids.tolist()) == [1, 3, 7, 8]
         assert np.all(np.diff(scores) <= 0)
     with pytest.raises(ValueError):
         fuse(lex, den, method="max")  # type: ignore[arg-type]
+
+
+def test_linear_fusion_uses_the_real_score_of_a_candidate_one_signal_missed() -> None:
+    # Row 5 is BM25's second hit; dense scores it just below its own best but it fell
+    # outside dense's (short) candidate list. With the real dense score it beats row 1,
+    # which BM25 ranked first but dense finds unrelated.
+    lex = (np.array([1, 5, 9]), np.array([6.0, 5.5, 1.0], dtype=np.float32))
+    den = (np.array([2, 3]), np.array([0.90, 0.85], dtype=np.float32))
+    all_dense = {1: 0.05, 2: 0.90, 3: 0.85, 5: 0.88, 9: 0.10}
+    all_bm25 = {1: 6.0, 2: 0.0, 3: 0.0, 5: 5.5, 9: 1.0}
+
+    def dense_of(rows: np.ndarray) -> np.ndarray:
+        return np.array([all_dense[int(r)] for r in rows], dtype=np.float32)
+
+    def bm25_of(rows: np.ndarray) -> np.ndarray:
+        return np.array([all_bm25[int(r)] for r in rows], dtype=np.float32)
+
+    ids, scores = fuse(lex, den, lexical_scores=bm25_of, dense_scores=dense_of)
+    assert ids[0] == 5
+    assert ids.tolist().index(5) < ids.tolist().index(1)
+    assert np.all(np.diff(scores) <= 0)
+    # Without the lookups a missed candidate only gets the list's lowest score, and the
+    # BM25 order between rows 1 and 5 stands.
+    blind = fuse(lex, den)[0].tolist()
+    assert blind.index(1) < blind.index(5)
+
+
+def test_linear_fusion_ignores_a_signal_that_cannot_tell_candidates_apart() -> None:
+    # No query term matched (all BM25 scores equal): the dense order decides alone.
+    lex = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+    den = (np.array([4, 2, 7]), np.array([0.7, 0.5, 0.2], dtype=np.float32))
+    ids, scores = fuse(lex, den, lexical_scores=lambda r: np.zeros(r.size, dtype=np.float32))
+    assert ids.tolist() == [4, 2, 7]
+    assert np.all((scores > 0) & (scores < 1))
 
 
 def test_hnsw_collections_search_and_filter_like_exact_ones(

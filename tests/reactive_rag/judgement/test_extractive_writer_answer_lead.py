@@ -164,3 +164,18 @@ async def test_prose_opening_with_an_acronym_is_a_claim_a_table_row_is_not() -> 
     draft = await _write("What year did the anthology series on KBX air?", [workshop, table])
     assert draft.claims[0].quote.startswith("KBX Theatre Hour is an American anthology series")
     assert "tb" not in {c.source_id for c in draft.claims}
+
+
+LATTICE = EvidenceChunk(id="lattice", title="Lattice (protocol)", text=(
+    "Lattice is a replication protocol designed as an alternative to the Quorra family of "
+    "protocols.  It was meant to be easier to teach than Quorra.  Lattice was designed by "
+    "Ilse Marrow and Tomas Venn at Harlow University in 2011."))
+QUORRA = EvidenceChunk(id="quorra", title="Quorra", text=(
+    "Quorra is a family of protocols for reaching agreement among unreliable machines."))
+
+
+async def test_a_sentence_saying_the_asked_relation_with_a_person_leads_over_a_next_hop() -> None:
+    # "Who designed X?": X's own sentence "X was designed by <person>" is the answer; the
+    # page of another thing X's first sentence names (a next hop) is not.
+    draft = await _write("Who designed Lattice?", [LATTICE, QUORRA])
+    assert _position(draft, "designed by Ilse Marrow") == 0
