@@ -125,9 +125,10 @@ def qaset_cases(source: str) -> list[Case]:
     import _qaset
 
     rows, index, collection = _qaset.tune_cases(source)
-    return [Case(source, str(r["question"]), collection,
-                 tuple(r["answers"]) if r.get("answerable", True) else None, index)
-            for r in rows]
+    cases = [Case(source, str(r["question"]), collection,
+                  tuple(r["answers"]) if r.get("answerable", True) else None, index)
+             for r in rows]
+    return cases
 
 
 SOURCES: dict[str, Callable[[Path, CorpusIndex], list[Case]]] = {
@@ -254,7 +255,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             with np.load(cached) as saved:
                 x, y = saved["x"], saved["y"]
         else:
-            x, y = featurise(SOURCES[name](args.data, index))
+            cases = SOURCES[name](args.data, index)
+            x, y = featurise(cases)
+            for other in {id(c.index): c.index for c in cases if c.index is not index}.values():
+                other.close()  # a bench's own index, opened for its questions
             if cached is not None:
                 cached.parent.mkdir(parents=True, exist_ok=True)
                 np.savez(cached, x=x, y=y)

@@ -4,7 +4,7 @@ normalisation, keyword helpers and the time period a question asks about. Pure P
 numpy; no models.
 """
 
-from ._chunking import TextChunk, chunk_text, split_sentences
+from ._chunking import CHUNKING_VERSION, TextChunk, chunk_text, split_sentences
 from ._keywords import (
     ABBREVIATIONS,
     CAPITALISED_NAME,
@@ -35,6 +35,7 @@ from ._urls import TRACKING_PARAMS, TRACKING_PREFIXES, normalize_url, url_host, 
 __all__ = [
     "ABBREVIATIONS",
     "CAPITALISED_NAME",
+    "CHUNKING_VERSION",
     "CJK",
     "CJK_RUN",
     "CJK_STOPWORDS",

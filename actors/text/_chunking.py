@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["TextChunk", "chunk_text", "split_sentences"]
+__all__ = ["CHUNKING_VERSION", "TextChunk", "chunk_text", "split_sentences"]
+
+CHUNKING_VERSION = "chunks-2"
+"""Changes whenever :func:`chunk_text` cuts the same text differently (2: a manual's items
+start chunks; CJK characters count as words; sentences end at 。！？；), so an index
+re-chunks its documents instead of keeping chunks cut the old way."""
 
 # A sentence ends at . ! ? (plus closing quotes/brackets) followed by whitespace,
 # or at a blank line (paragraph break, headings, list items; see _PARAGRAPH).
@@ -17,7 +22,10 @@ _BOUNDARY = re.compile(
     r"\uff09\u3011\"')\]]*)\s*"
 )
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
-_WORD = re.compile(r"\S+")
+# A word for sizing chunks: a run of non-space characters, or one CJK character (Chinese
+# and Japanese write no spaces: a sentence of them is many words, not one).
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = re.compile(rf"[{_CJK_CHARS}]|[^\s{_CJK_CHARS}]+")
 _ABBREV_TEXT = (
     "e.g i.e etc vs cf al fig figs eq eqs no nos vol dr mr mrs ms prof st jr sr inc ltd co "
     "approx resp ca"

@@ -14,7 +14,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from actors.text import CLEAN_MARKUP_VERSION, chunk_text, clean_markup
+from actors.text import CHUNKING_VERSION, CLEAN_MARKUP_VERSION, chunk_text, clean_markup
 
 from ._bm25 import BM25_TOKENIZER, Bm25
 from ._collection import Collection, EmbedderLike
@@ -45,7 +45,7 @@ class ChunkingConfig:
 
     def key(self) -> str:
         """Stable string folded into document hashes."""
-        return f"{self.target_words}/{self.overlap_ratio}/{self.max_words}"
+        return f"{CHUNKING_VERSION}/{self.target_words}/{self.overlap_ratio}/{self.max_words}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from actors.text import (
+    chunk_text,
     content_terms,
     is_cjk_text,
     keyword_coverage,
@@ -64,3 +65,12 @@ def test_english_sentences_unchanged() -> None:
     text = "Dr. Smith arrived. He said \"hi.\" Then he left! Why? Because."
     assert _sentences(text) == ["Dr. Smith arrived.", "He said \"hi.\"", "Then he left!",
                                 "Why?", "Because."]
+
+
+def test_a_long_chinese_text_is_chunked_by_characters_not_as_one_word_per_sentence() -> None:
+    text = "青湖位于山谷北部，是当地最大的淡水湖。湖面面积约为三十二平方公里。" * 30
+    chunks = chunk_text(text, target_words=120, max_words=160)
+    assert len(chunks) >= 6  # ~1,000 characters: several chunks, not one
+    for c in chunks:
+        assert text[c.start:c.end] == c.text
+        assert c.word_count <= 160

@@ -1,10 +1,17 @@
-"""The offline answerability judge: which evidence answers which question, and what is missing."""
+"""The offline answerability judge: which evidence answers which question, and what is missing.
+
+These tests check what the judge measures (names, linked pages, words, values), read
+through its fixed word shares (``judge_answerability_fixed``, the ``[judgement]
+sufficiency_head = false`` judge), where each measure shows as a verdict; the fitted
+score's decisions are tested in ``test_sufficiency_head.py``.
+"""
 
 from __future__ import annotations
 
 import pytest
 
-from reactive_rag.judgement.offline import analyse_question, judge_answerability
+from reactive_rag.judgement.offline import analyse_question
+from reactive_rag.judgement.offline import judge_answerability_fixed as judge_answerability
 from streams import EvidenceChunk
 
 

@@ -1,8 +1,14 @@
-"""The judge pairs a passage with the page it names, however the name is inflected."""
+"""The judge pairs a passage with the page it names, however the name is inflected.
+
+These tests check what the judge measures (names, linked pages, words, values), read
+through its fixed word shares (``judge_answerability_fixed``, the ``[judgement]
+sufficiency_head = false`` judge), where each measure shows as a verdict; the fitted
+score's decisions are tested in ``test_sufficiency_head.py``.
+"""
 
 from __future__ import annotations
 
-from reactive_rag.judgement.offline import judge_answerability
+from reactive_rag.judgement.offline import judge_answerability_fixed as judge_answerability
 from streams import EvidenceChunk
 
 

@@ -1,11 +1,16 @@
 """How passages say what a question asks without its words: lifespans, two pages, slips.
 
 Each rule is shown with the evidence it accepts and a near miss it still refuses.
+
+These tests check what the judge measures (names, linked pages, words, values), read
+through its fixed word shares (``judge_answerability_fixed``, the ``[judgement]
+sufficiency_head = false`` judge), where each measure shows as a verdict; the fitted
+score's decisions are tested in ``test_sufficiency_head.py``.
 """
 
 from __future__ import annotations
 
-from reactive_rag.judgement.offline import judge_answerability
+from reactive_rag.judgement.offline import judge_answerability_fixed as judge_answerability
 from reactive_rag.judgement.offline._sufficiency import holds_new_value
 from streams import EvidenceChunk
 

@@ -1,8 +1,15 @@
-"""The judge reads a question as typed: accents, initials, typos, verb forms, answer kinds."""
+"""The judge reads a question as typed: accents, initials, typos, verb forms, answer kinds.
+
+These tests check what the judge measures (names, linked pages, words, values), read
+through its fixed word shares (``judge_answerability_fixed``, the ``[judgement]
+sufficiency_head = false`` judge), where each measure shows as a verdict; the fitted
+score's decisions are tested in ``test_sufficiency_head.py``.
+"""
 
 from __future__ import annotations
 
-from reactive_rag.judgement.offline import analyse_question, judge_answerability
+from reactive_rag.judgement.offline import analyse_question
+from reactive_rag.judgement.offline import judge_answerability_fixed as judge_answerability
 from streams import EvidenceChunk
 
 
