@@ -215,7 +215,7 @@ def scores(head: SufficiencyHead, x: np.ndarray, y: np.ndarray) -> dict[str, flo
     pred = np.array([head.answerable(SufficiencyFeatures(**dict(zip(names, row, strict=True))))
                      for row in x])
     pos, neg = y == 1, y == 0
-    return {"n": int(len(y)), "answerable": int(pos.sum()),
+    return {"n": len(y), "answerable": int(pos.sum()),
             "accuracy": round(float((pred == pos).mean()), 3) if len(y) else 0.0,
             "answerable_judged_unanswerable": round(float((~pred[pos]).mean()), 3)
             if pos.any() else 0.0,

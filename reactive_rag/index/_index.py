@@ -147,7 +147,8 @@ class CorpusIndex:
         chunking: Chunk sizes for new documents.
         exact_threshold: Collections with at least this many chunks get an HNSW graph.
         hnsw_ef: HNSW search breadth (recall vs latency).
-        fusion: Default fusion of BM25 and dense rankings ("linear": z-scored blend, "minmax", or "rrf").
+        fusion: Default fusion of BM25 and dense rankings ("linear": z-scored blend,
+            "minmax", or "rrf").
         alpha: Dense weight of the linear fusion.
     """
 

@@ -46,8 +46,8 @@ from ._seam import (
 from ._verdicts import (
     Answerability,
     AnswerabilityJudge,
-    QuestionSimilarity,
     FlaggedHit,
+    QuestionSimilarity,
     SpamKind,
     SpamVerdict,
     StaleVerdict,
@@ -59,7 +59,6 @@ from ._verdicts import (
 __all__ = [
     "Answerability",
     "AnswerabilityJudge",
-    "QuestionSimilarity",
     "ConflictCheck",
     "Decision",
     "Draft",
@@ -75,6 +74,7 @@ __all__ = [
     "PlannerPolicy",
     "PlannerView",
     "PointCompressor",
+    "QuestionSimilarity",
     "Rejection",
     "Rewrite",
     "SpamCheck",

@@ -16,7 +16,7 @@ deterministic, because it runs inside the state machine.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -26,8 +26,8 @@ from streams import EvidenceChunk, Hit, SearchFilters
 __all__ = [
     "Answerability",
     "AnswerabilityJudge",
-    "QuestionSimilarity",
     "FlaggedHit",
+    "QuestionSimilarity",
     "SpamKind",
     "SpamVerdict",
     "StaleVerdict",

@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001  (Chinese text writes full-width punctuation)
+
 """CJK text: language detection, word segmentation, content terms and sentence splits."""
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import numpy as np
 
 from actors.models import Embedder
 from actors.text import (
+    CJK,
     STOPWORDS,
     content_terms,
     jaccard,
@@ -201,6 +202,8 @@ def _statement(quote: str, subject: str) -> str:
         if subject.lower() in low:
             return text
         return f"{subject}: {text}"
+    if CJK.search(subject) and subject in text:  # a Chinese subject, named as written
+        return text
     wanted = {w for w in tokenize(subject) if w not in STOPWORDS and not w.isdigit()}
     if _PRONOUN_LEAD.match(text) or (wanted and not wanted & set(tokenize(text))):
         return f"{subject}: {text}"

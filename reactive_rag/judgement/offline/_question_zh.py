@@ -27,8 +27,10 @@ __all__ = [
 # Question words, most specific first: (pattern, answer type). Searched anywhere.
 _TYPES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p), t) for p, t in (
-        (r"什么时候|何时|哪一?年|哪一?天|哪个?月|几月|几年|几号|哪个朝代|哪个世纪|什么时间|哪个年代", "when"),
-        (r"多少|几[个位次种名人条座家部本场岁年月天小时分钟秒米倍层]|多[大长高远重久深宽]", "how_many"),
+        (r"什么时候|何时|哪一?年|哪一?天|哪个?月|几月|几年|几号|哪个朝代|哪个世纪|什么时间"
+         r"|哪个年代", "when"),
+        (r"多少|几[个位次种名人条座家部本场岁年月天小时分钟秒米倍层]|多[大长高远重久深宽]",
+         "how_many"),
         (r"谁|哪位|哪些人|何人", "who"),
         (r"哪里|哪儿|何处|何地|什么地方|哪个(?:国家|城市|省|地区|地方)|哪座城市|在哪", "where"),
         (r"为什么|为何|什么原因|原因是什么", "why"),
@@ -57,7 +59,8 @@ _ZH_NUMERAL = "零〇一二两三四五六七八九十百千万亿"
 _YEAR = re.compile(r"(?:1[0-9]{3}|20[0-9]{2})年?|[" + _ZH_NUMERAL + r"]{2,4}年|\d{1,2}世纪|"
                    r"[" + _ZH_NUMERAL + r"]{1,3}世纪")
 _DATE = re.compile(r"\d{1,2}月|\d{1,2}日|[" + _ZH_NUMERAL + r"]{1,3}月|朝|年代|时期")
-_COUNT = re.compile(r"\d[\d,.]*|[" + _ZH_NUMERAL + r"]{1,6}[个位次种名人条座家部本场岁年月天分秒米倍层%]")
+_COUNT = re.compile(r"\d[\d,.]*|[" + _ZH_NUMERAL
+                    + r"]{1,6}[个位次种名人条座家部本场岁年月天分秒米倍层%]")
 
 
 def zh_answer_type(question: str) -> str:

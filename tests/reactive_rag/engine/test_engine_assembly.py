@@ -18,6 +18,7 @@ from reactive_rag.cli._ask import build_engine, live_setup
 from reactive_rag.cli._main import _parser
 from reactive_rag.engine import EngineSettings
 from reactive_rag.index import CorpusIndex
+from reactive_rag.judgement.offline import judge_answerability, judge_answerability_fixed
 from reactive_rag.server import ServerConfig
 from reactive_rag.server._app import _tenant_engine, build_research
 from reactive_rag.server._dispatch import replica_tenants
@@ -153,3 +154,15 @@ def test_a_judgement_family_switched_off_in_config_is_off_in_the_engine(
     assert engine.settings().judgement == ("sufficiency", "conflicts", "points", "followups")
     with pytest.raises(RunConfigError, match="judgement"):
         Engine.from_config({"judgement": {"off": ["spelling"]}}, env={})
+
+
+def test_the_fitted_sufficiency_score_can_be_swapped_for_fixed_shares_in_config(
+        tmp_path: Path, engines: list[Engine]) -> None:
+    fixed = Engine.from_config({"judgement": {"sufficiency_head": False}},
+                               index=CorpusIndex(tmp_path / "index"), env={})
+    fitted = Engine.from_config({}, index=CorpusIndex(tmp_path / "index2"), env={})
+    engines.extend([fixed, fitted])
+    assert fixed.judgement.sufficiency is judge_answerability_fixed
+    assert fitted.judgement.sufficiency is judge_answerability
+    with pytest.raises(RunConfigError, match="sufficiency_head"):
+        Engine.from_config({"judgement": {"sufficiency_head": "maybe"}}, env={})

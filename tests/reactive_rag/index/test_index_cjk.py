@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001  (Chinese text writes full-width punctuation)
+
 """Chinese collections: BM25 over segmented CJK text, the embedder chosen and recorded per
 collection, and indexes written before CJK tokenisation still opening."""
 
