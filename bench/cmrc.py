@@ -71,6 +71,8 @@ def load(path: Path) -> tuple[list[Document], dict[str, list[Question]]]:
             doc_id = f"{article.get('id', a)}-{p}"
             docs.append(Document(id=doc_id, text=para["context"], title=title))
             for qa in para["qas"]:
+                if not str(qa["question"]).strip():
+                    continue  # two rows of the trial set have no question text
                 golds = tuple(dict.fromkeys(str(x["text"]) for x in qa["answers"]))
                 splits[split].append(Question(str(qa["question"]), doc_id, golds))
     return docs, splits

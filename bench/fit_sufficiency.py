@@ -113,6 +113,8 @@ def cmrc_cases(data: Path, index: CorpusIndex) -> list[Case]:
     for i in sorted(tune):
         for p in articles[i]["paragraphs"]:
             for qa in p["qas"]:
+                if not str(qa["question"]).strip():
+                    continue  # a row with no question text
                 golds = tuple(a["text"] for a in qa["answers"])
                 out.append(Case("cmrc", qa["question"], "fit-cmrc", golds, index))
                 out.append(Case("cmrc", qa["question"], "fit-cmrc-removed", None, index))
