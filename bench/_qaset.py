@@ -23,6 +23,7 @@ module (:data:`SOURCES`) with ``QUESTIONS`` (its question file), ``bench_root(No
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import re
@@ -262,6 +263,18 @@ def print_table(report: Mapping[str, Mapping[str, Mapping[str, Any]]],
     for key in ("outcomes_answerable", "outcomes_unanswerable"):
         for s, m in cols:
             print(f"{key} [{s} {m}]: {report[s][m][key]}")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, *, limit_help: str) -> None:
+    """The flags every question-set bench takes: which half, which paths, how many rows,
+    where its index lives, a dump of every run, and ``--json``."""
+    parser.add_argument("--split", choices=("tune", "report", "both"), default="both")
+    parser.add_argument("--modes", default="agent,rag", help="paths to run")
+    parser.add_argument("--limit", type=int, default=0, help=limit_help)
+    parser.add_argument("--root", type=Path, default=None, help="index folder")
+    parser.add_argument("--dump", type=Path, default=None,
+                        help="write every run's question, outcome, answer and evidence (JSONL)")
+    parser.add_argument("--json", action="store_true")
 
 
 def tune_cases(source: str) -> tuple[list[dict[str, Any]], CorpusIndex, str]:

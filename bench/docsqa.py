@@ -44,6 +44,7 @@ from _qaset import (  # bench/ sibling (the script's folder)
     QAResult,
     QuestionSetError,
     Split,
+    add_run_arguments,
     check_gold,
     fold,
     load_questions,
@@ -167,15 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--manual", type=Path, default=DEFAULT_MANUAL,
                         help="folder of the manual's HTML pages (scripts/get-manual.sh)")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
-    parser.add_argument("--split", choices=("tune", "report", "both"), default="both")
-    parser.add_argument("--modes", default="agent,rag", help="paths to run")
-    parser.add_argument("--limit", type=int, default=0,
-                        help="first N answerable and N unanswerable rows per half")
     parser.add_argument("--cap", type=int, default=5, help="evidence chunks given to the writer")
-    parser.add_argument("--root", type=Path, default=None, help="index folder")
-    parser.add_argument("--dump", type=Path, default=None,
-                        help="write every run's question, outcome, answer and evidence (JSONL)")
-    parser.add_argument("--json", action="store_true")
+    add_run_arguments(parser, limit_help="first N answerable and N unanswerable rows per half")
     args = parser.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not (args.manual / "index.html").exists():

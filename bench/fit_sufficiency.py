@@ -1,7 +1,7 @@
 """Fit the offline answerability head on labelled evidence from several sources.
 
     python bench/fit_sufficiency.py [--data PATH] [--sources hotpot,cmrc,docsqa,stdlib]
-                                    [--write] [--json]
+                                    [--cache DIR] [--threshold 0.6] [--write] [--json]
 
 For every question of each source's TUNE part the local collection is searched
 with the question (top 8, hybrid, as the searcher does); the top 5 are the
@@ -22,8 +22,8 @@ Sources (tune parts only; report parts are never read here):
 
 The head is a logistic regression over :class:`SufficiencyFeatures` (L2, every
 source weighing the same in total, each label half of it), with the answerable
-threshold ``--threshold`` (default :data:`DEFAULT_THRESHOLD`, see there). Before fitting on all sources, each source
-is left out in turn: fitted on the others, scored on it (accuracy, answerable
+threshold ``--threshold`` (default :data:`DEFAULT_THRESHOLD`, see there). Before
+fitting on all sources, each source is left out in turn: fitted on the others, scored on it (accuracy, answerable
 cases judged unanswerable, unanswerable cases judged answerable), so the table
 shows how the head does on a source it was not fitted on. ``--write`` stores
 the all-source fit in ``reactive_rag/judgement/offline/data/sufficiency_head.json``.

@@ -37,6 +37,7 @@ from _qaset import (  # bench/ sibling (the script's folder)
     QAResult,
     QuestionSetError,
     Split,
+    add_run_arguments,
     check_gold,
     load_questions,
     print_table,
@@ -107,13 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", "--questions", dest="data", type=Path, default=QUESTIONS,
                         help="question file (JSONL rows {id, question, answers, answerable})")
-    parser.add_argument("--split", choices=("tune", "report", "both"), default="both")
-    parser.add_argument("--modes", default="agent,rag", help="paths to run")
-    parser.add_argument("--limit", type=int, default=0, help="first N rows of each half")
-    parser.add_argument("--root", type=Path, default=None, help="index folder")
-    parser.add_argument("--dump", type=Path, default=None,
-                        help="write every run's question, outcome and answer to this JSONL file")
-    parser.add_argument("--json", action="store_true")
+    add_run_arguments(parser, limit_help="first N rows of each half")
     args = parser.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not args.data.exists():
