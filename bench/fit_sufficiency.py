@@ -23,8 +23,9 @@ Sources (tune parts only; report parts are never read here):
 The head is a logistic regression over :class:`SufficiencyFeatures` (L2, every
 source weighing the same in total, each label half of it), with the answerable
 threshold ``--threshold`` (default :data:`DEFAULT_THRESHOLD`, see there). Before
-fitting on all sources, each source is left out in turn: fitted on the others, scored on it (accuracy, answerable
-cases judged unanswerable, unanswerable cases judged answerable), so the table
+fitting on all sources, each source is left out in turn: fitted on the others,
+scored on it (accuracy, answerable cases judged unanswerable, unanswerable cases
+judged answerable), so the table
 shows how the head does on a source it was not fitted on. ``--write`` stores
 the all-source fit in ``reactive_rag/judgement/offline/data/sufficiency_head.json``.
 """
