@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ._language import CJK_CHARS
+
 __all__ = ["CHUNKING_VERSION", "TextChunk", "chunk_text", "split_sentences"]
 
 CHUNKING_VERSION = "chunks-2"
@@ -24,8 +26,7 @@ _BOUNDARY = re.compile(
 _PARAGRAPH = re.compile(r"\n[ \t]*\n")
 # A word for sizing chunks: a run of non-space characters, or one CJK character (Chinese
 # and Japanese write no spaces: a sentence of them is many words, not one).
-_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_WORD = re.compile(rf"[{_CJK_CHARS}]|[^\s{_CJK_CHARS}]+")
+_WORD = re.compile(rf"[{CJK_CHARS}]|[^\s{CJK_CHARS}]+")
 _ABBREV_TEXT = (
     "e.g i.e etc vs cf al fig figs eq eqs no nos vol dr mr mrs ms prof st jr sr inc ltd co "
     "approx resp ca"

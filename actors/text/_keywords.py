@@ -14,7 +14,7 @@ from collections.abc import Set as AbstractSet
 
 import Stemmer
 
-from ._language import CJK_RUN, segment_cjk
+from ._language import CJK_CHARS, CJK_RUN, segment_cjk
 
 __all__ = [
     "ABBREVIATIONS",
@@ -40,7 +40,7 @@ CAPITALISED_NAME = re.compile(
 
 _WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)*")
 
-CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+CJK = re.compile(f"[{CJK_CHARS}]")
 """One CJK character (kana, Han, Hangul): scripts written without spaces, where a character
 counts as a word for lengths and budgets."""
 

@@ -14,6 +14,7 @@ import re
 from typing import Literal
 
 __all__ = [
+    "CJK_CHARS",
     "CJK_RUN",
     "CJK_SHARE",
     "HAN_RUN",
@@ -27,8 +28,12 @@ CJK_SHARE = 0.3
 """Share of CJK characters among letters from which a text counts as CJK: a Chinese
 sentence that names a Latin-script product or person stays Chinese."""
 
-CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
-"""A run of CJK characters (kana, Han, Hangul), the same ranges as :data:`CJK`."""
+CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+"""The CJK character ranges (kana, Han, Hangul) as a regex class body: the one definition
+behind :data:`CJK`, :data:`CJK_RUN` and the chunker's word count."""
+
+CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
+"""A run of CJK characters (kana, Han, Hangul)."""
 
 HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 """A run of Han characters: what the word segmenter cuts."""

@@ -16,6 +16,7 @@ from typing import Literal, get_args
 import numpy as np
 import numpy.typing as npt
 
+from actors.models import MULTILINGUAL_E5_NAME, MiniLMEmbedder
 from actors.text import is_cjk_text
 
 from ._bm25 import BM25_TOKENIZER
@@ -68,8 +69,8 @@ sample of its documents is CJK text (:func:`~actors.text.is_cjk_text`), else ``m
 EMBEDDER_CHOICES: tuple[str, ...] = get_args(EmbedderChoice)
 
 EMBEDDER_NAMES: dict[str, str] = {
-    "minilm": "all-MiniLM-L6-v2-int8",
-    "multilingual": "multilingual-e5-small-q4",
+    "minilm": MiniLMEmbedder.name,
+    "multilingual": MULTILINGUAL_E5_NAME,
 }
 """The model name each choice records in a collection's manifest."""
 

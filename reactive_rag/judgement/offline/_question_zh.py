@@ -42,12 +42,13 @@ _TYPES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
 
 ZH_ASKING = frozenset(
     """
-    什么 哪 哪个 哪些 哪里 哪儿 哪位 谁 多少 几 吗 呢 吧 是否 是不是 如何 怎么 怎样 怎么样
-    为什么 为何 何时 何地 何处 何人 哪一年 哪年 请问 请 告诉 知道 一下 时候 什么样 几个
-    有没有 能不能 可不可以 会不会 多久 多大 多长 多高 多远 多重
+    一下 什么样 会不会 何人 何地 何处 几个 可不可以 告诉 哪位 哪年 多久 多大 多远 多重 多长
+    多高 是不是 有没有 知道 能不能 请 请问
     """.split()  # noqa: SIM905
 )
-"""Words of a Chinese question that only say how it is asked (never a part to cover)."""
+"""Words of a Chinese question that only say how it is asked (never a part to cover),
+beyond the question words :data:`~actors.text.CJK_STOPWORDS` already drops (谁, 什么, 哪里,
+多少, 如何 ...)."""
 
 # Names a Chinese text marks: book titles, corner quotes, quotation marks.
 _MARKED = re.compile(r"《([^《》]{1,40})》|「([^「」]{1,40})」|『([^『』]{1,40})』|“([^“”]{2,40})”")

@@ -39,7 +39,16 @@ from dataclasses import dataclass
 
 from wordfreq import zipf_frequency
 
-from actors.text import CJK, content_terms, is_cjk_text, split_sentences, stem, tokenize
+from actors.text import (
+    CJK,
+    CJK_RUN,
+    cjk_ngrams,
+    content_terms,
+    is_cjk_text,
+    split_sentences,
+    stem,
+    tokenize,
+)
 from reactive_rag.judgement import Answerability, QuestionSimilarity
 from streams import EvidenceChunk
 
@@ -256,8 +265,11 @@ def _bigrams(text: str) -> set[str]:
     if not CJK.search(text):
         return set()
     flat = unicodedata.normalize("NFKC", text)
-    return {"\x00" + flat[i:i + 2] for i in range(len(flat) - 1)
-            if CJK.match(flat[i]) and CJK.match(flat[i + 1])}
+    return {_PAIR + g for m in CJK_RUN.finditer(flat) for g in cjk_ngrams(m.group())
+            if len(g) == 2}
+
+
+_PAIR = "\x00"  # marks a character pair among the stems (no word starts with NUL)
 
 
 def _covered(term: str, have: set[str]) -> bool:
@@ -266,7 +278,7 @@ def _covered(term: str, have: set[str]) -> bool:
         return True
     if len(term) < 2 or not CJK.match(term[0]):
         return False
-    pairs = {"\x00" + term[i:i + 2] for i in range(len(term) - 1)}
+    pairs = {_PAIR + term[i:i + 2] for i in range(len(term) - 1)}
     return pairs <= have
 
 
@@ -436,7 +448,8 @@ def _respelt_names(entities: Sequence[str], chunks: Sequence[EvidenceChunk],
         odd = [t for t in stems if t not in seen]
         if len(odd) != 1 or len(odd[0]) < 3:
             continue
-        for near in sorted(t for t in seen if len(t) >= 3 and _one_edit(odd[0], t)):
+        for near in sorted(t for t in seen
+                           if len(t) >= 3 and t[:1] != _PAIR and _one_edit(odd[0], t)):
             respelt = {near if t == odd[0] else t for t in stems}
             if any(respelt <= terms_of[c.id] for c in chunks):
                 out[entity] = respelt
@@ -717,6 +730,7 @@ def _assess(question: str, chosen: Sequence[EvidenceChunk], held: Sequence[Evide
         words = _VALUE_WORDS_ZH if is_cjk_text(question) else _VALUE_WORDS
         missing.append(words[needs.answer_type])
     named = list(needs.entities)
+    dense = _dense(chosen, similarity, head)
     features = SufficiencyFeatures(
         share=share,
         rare_share=_share({t: w for t, w in weights.items() if w >= _RARE_WEIGHT}, have),
@@ -727,8 +741,8 @@ def _assess(question: str, chosen: Sequence[EvidenceChunk], held: Sequence[Evide
         value=1.0 if value else 0.0,
         about=1.0 if about else 0.0,
         no_names=0.0 if needs.entities else 1.0,
-        **_dense(chosen, similarity, head),
-        **_asks_value(needs.answer_type, share, _dense(chosen, similarity, head)["dense"]),
+        **dense,
+        **_asks_value(needs.answer_type, share, dense["dense"]),
     )
     return _Assessment(needs, features, share, threshold, tuple(covered), tuple(missing),
                        tuple(absent), tuple(extra))
