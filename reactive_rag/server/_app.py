@@ -37,25 +37,31 @@ from reactive_rag.store import (
 from reactive_rag.web import add_web_routes
 from streams import Event, RunFinished, RunStarted
 
+from ._agui import agui_routes
+from ._asyncapi import asyncapi_routes
 from ._auth import Authenticator
 from ._collections import collection_openapi_paths, collection_routes
 from ._config import ServerConfig
 from ._dispatch import EngineFactory, ReplicaDispatcher
 from ._exceptions import ConfigError
-from ._feed import EventFeed
 from ._models import RunRequest
+from ._openai_face import openai_routes
 from ._openapi import openapi_document
-from ._problems import make_problem, problem_middleware, run_not_found
+from ._problems import make_problem, problem_middleware
 from ._redact import RedactingAccessLogger, install_log_redaction
 from ._requests import (
     AUTH_KEY,
     CONFIG_KEY,
     CORPUS_TASK_KEY,
     ENGINE_KEY,
+    MANAGER_KEY,
     STORE_KEY,
     TENANT_KEY,
+    int_param,
     json_body,
+    open_feed,
     request_tenant,
+    run_id_param,
     run_links,
     scoped_collections,
 )
@@ -81,7 +87,6 @@ __all__ = [
 
 log = logging.getLogger("reactive_rag.server")
 
-MANAGER_KEY = web.AppKey("manager", RunManager)
 WEBSOCKETS_KEY = web.AppKey("websockets", set[web.WebSocketResponse])
 INTERRUPTED_KEY = web.AppKey("interrupted", list[str])
 LEASE_KEY = web.AppKey("lease", LeaseKeeper)
@@ -146,7 +151,7 @@ async def start_run(request: web.Request) -> web.Response:
 @routes.get("/v1/runs")
 async def list_runs(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
-    limit = _int_param(request, "limit", default=50, low=1, high=200)
+    limit = int_param(request, "limit", default=50, low=1, high=200)
     cursor = request.query.get("cursor")
     if cursor is not None:  # only what a page gave: ``created_us:run_id``
         created, colon, last_id = cursor.partition(":")
@@ -164,7 +169,7 @@ async def list_runs(request: web.Request) -> web.Response:
 @routes.get("/v1/runs/{run_id}")
 async def get_run(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
-    run_id = _run_id(request)
+    run_id = run_id_param(request)
     store = request.app[STORE_KEY]
     await store.get_run(run_id, tenant.name)  # 404 before anything else
     await request.app[MANAGER_KEY].settle(run_id)
@@ -186,7 +191,7 @@ async def get_run(request: web.Request) -> web.Response:
 @routes.post("/v1/runs/{run_id}/cancel")
 async def cancel_run(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
-    run_id = _run_id(request)
+    run_id = run_id_param(request)
     await request.app[STORE_KEY].get_run(run_id, tenant.name)  # 404 for others' runs
     cancelled = request.app[MANAGER_KEY].cancel(run_id)
     return web.json_response({"run_id": run_id, "cancelled": cancelled}, status=202)
@@ -196,7 +201,7 @@ async def cancel_run(request: web.Request) -> web.Response:
 async def resume_run(request: web.Request) -> web.Response:
     """Resume an interrupted run from its stored events (it continues after them)."""
     tenant = request_tenant(request)
-    run_id = _run_id(request)
+    run_id = run_id_param(request)
     try:
         await request.app[MANAGER_KEY].resume(tenant, run_id)
     except RunNotResumable as exc:
@@ -209,7 +214,7 @@ async def resume_run(request: web.Request) -> web.Response:
 @routes.get("/v1/runs/{run_id}/events")
 async def run_events(request: web.Request) -> web.StreamResponse:
     config = request.app[CONFIG_KEY]
-    feed = await _open_feed(request)
+    feed = await open_feed(request)
     async with feed:
         return await serve_sse(request, feed, keepalive_s=config.keepalive_s,
                                write_timeout_s=config.write_timeout_s)
@@ -218,8 +223,8 @@ async def run_events(request: web.Request) -> web.StreamResponse:
 @routes.get("/v1/runs/{run_id}/ws")
 async def run_ws(request: web.Request) -> web.StreamResponse:
     config = request.app[CONFIG_KEY]
-    run_id = _run_id(request)
-    feed = await _open_feed(request)
+    run_id = run_id_param(request)
+    feed = await open_feed(request)
     ws = web.WebSocketResponse(heartbeat=config.keepalive_s, max_msg_size=4096)
     async with feed:
         check_handshake(request, ws)
@@ -232,17 +237,6 @@ async def run_ws(request: web.Request) -> web.StreamResponse:
         finally:
             sockets.discard(ws)
     return ws
-
-
-async def _open_feed(request: web.Request) -> EventFeed:
-    """The requested run's events after ``?after=``; 404 before anything is sent if not visible."""
-    tenant = request_tenant(request)
-    run_id = _run_id(request)
-    after = _after(request)
-    store = request.app[STORE_KEY]
-    await store.get_run(run_id, tenant.name)
-    source: AsyncIterator[Event] = store.attach(run_id, after, tenant=tenant.name)
-    return EventFeed(source, maxsize=request.app[CONFIG_KEY].sse_buffer)
 
 
 # --- service --------------------------------------------------------------------------------
@@ -303,41 +297,6 @@ def _summary(record: RunRecord) -> dict[str, Any]:
         "last_seq": record.last_seq,
         "links": run_links(record.run_id),
     }
-
-
-def _run_id(request: web.Request) -> str:
-    run_id = request.match_info["run_id"]
-    if not run_id or len(run_id) > 64 or not run_id.isascii() or not run_id.isalnum():
-        raise run_not_found()  # a malformed id is just another id that does not exist
-    return run_id
-
-
-def _int_param(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or not low <= int(raw) <= high:
-        raise make_problem(422, "invalid_parameter",
-                           f"{name} must be an integer from {low} to {high}", field=name)
-    return int(raw)
-
-
-def _after(request: web.Request) -> int:
-    """The seq to resume after: ``Last-Event-ID`` (a browser's reconnect) over ``?after=``.
-
-    Both are checked when both are sent, so a bad one is a 422 whichever wins.
-    """
-    after = 0
-    for name, raw in (("after", request.query.get("after")),
-                      ("Last-Event-ID", request.headers.get("Last-Event-ID"))):
-        if raw is None:
-            continue
-        if not (raw.isascii() and raw.isdigit()) or len(raw) > 15:
-            raise make_problem(422, "invalid_parameter",
-                               f"{name} must be a non-negative integer (an event seq)",
-                               field=name)
-        after = int(raw)
-    return after
 
 
 # --- the application ------------------------------------------------------------------------
@@ -515,10 +474,12 @@ async def _close_websockets(app: web.Application) -> None:
 
 
 def _mount_extras(app: web.Application) -> None:
-    """The web page (static files) and the background-task routes."""
+    """The web page (static files), the background-task routes and the protocol faces."""
     add_web_routes(app)
     app.add_routes(collection_routes)
     mount_tasks(app)
+    for face in (openai_routes, agui_routes, asyncapi_routes):
+        app.add_routes(face)
 
 
 class CorpusBuildStopped(Exception):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -17,21 +17,29 @@ from aiohttp import web
 from reactive_rag.engine import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.store import ServerStore
+from streams import Event
 
 from ._auth import Authenticator, Tenant
 from ._config import ServerConfig
-from ._problems import make_problem
+from ._feed import EventFeed
+from ._problems import make_problem, run_not_found
+from ._runs import RunManager
 
 __all__ = [
     "AUTH_KEY",
     "CONFIG_KEY",
     "CORPUS_TASK_KEY",
     "ENGINE_KEY",
+    "MANAGER_KEY",
     "STORE_KEY",
     "TENANT_KEY",
+    "after_param",
+    "int_param",
     "json_body",
+    "open_feed",
     "request_tenant",
     "resolve_collections",
+    "run_id_param",
     "run_links",
     "scoped_collections",
 ]
@@ -41,6 +49,7 @@ STORE_KEY = web.AppKey("store", ServerStore)
 ENGINE_KEY = web.AppKey("engine", Engine)
 AUTH_KEY = web.AppKey("auth", Authenticator)
 CORPUS_TASK_KEY = web.AppKey("corpus_task", asyncio.Task[bool])
+MANAGER_KEY = web.AppKey("manager", RunManager)
 TENANT_KEY = web.RequestKey("tenant", Tenant)
 """Where :func:`request_tenant` caches the caller on the request."""
 
@@ -132,3 +141,50 @@ async def json_body(request: web.Request, limit: int, *, check_media_type: bool 
         return json.loads(bytes(data), parse_float=number)
     except (ValueError, RecursionError):
         raise make_problem(400, "invalid_json") from None
+
+
+def run_id_param(request: web.Request) -> str:
+    run_id = request.match_info["run_id"]
+    if not run_id or len(run_id) > 64 or not run_id.isascii() or not run_id.isalnum():
+        raise run_not_found()  # a malformed id is just another id that does not exist
+    return run_id
+
+
+def int_param(request: web.Request, name: str, *, default: int, low: int, high: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 9 or not low <= int(raw) <= high:
+        raise make_problem(422, "invalid_parameter",
+                           f"{name} must be an integer from {low} to {high}", field=name)
+    return int(raw)
+
+
+def after_param(request: web.Request) -> int:
+    """The seq to resume after: ``Last-Event-ID`` (a browser's reconnect) over ``?after=``.
+
+    Both are checked when both are sent, so a bad one is a 422 whichever wins.
+    """
+    after = 0
+    for name, raw in (("after", request.query.get("after")),
+                      ("Last-Event-ID", request.headers.get("Last-Event-ID"))):
+        if raw is None:
+            continue
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 15:
+            raise make_problem(422, "invalid_parameter",
+                               f"{name} must be a non-negative integer (an event seq)",
+                               field=name)
+        after = int(raw)
+    return after
+
+
+
+async def open_feed(request: web.Request) -> EventFeed:
+    """The requested run's events after ``?after=``; 404 before anything is sent if not visible."""
+    tenant = request_tenant(request)
+    run_id = run_id_param(request)
+    after = after_param(request)
+    store = request.app[STORE_KEY]
+    await store.get_run(run_id, tenant.name)
+    source: AsyncIterator[Event] = store.attach(run_id, after, tenant=tenant.name)
+    return EventFeed(source, maxsize=request.app[CONFIG_KEY].sse_buffer)
