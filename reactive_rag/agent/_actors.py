@@ -379,7 +379,8 @@ class SelectorActor(_ViewingActor):
         ranked = [self.view.evidence[i] for i in msg.candidate_ids if i in self.view.evidence]
         left_out = [self.view.evidence[i] for i in msg.left_out if i in self.view.evidence]
         pool = [*ranked, *named_hops(ranked, left_out)]
-        chosen = select_evidence(self.view.question, pool, msg.queries, k=msg.k)
+        chosen = select_evidence(self.view.question, pool, msg.queries, k=msg.k,
+                                 ranked=len(ranked))
         return [EvidenceSelected(ids=tuple(c.id for c in chosen))]
 
 

@@ -104,6 +104,8 @@ def select_evidence(
     k: int = 5,
     weights: tuple[float, float, float] = (0.6, 1.0, 1.0),
     n_heads: int = 3,
+    ranked: int = 0,
+    rank_weight: float = 1.0,
 ) -> list[EvidenceChunk]:
     """Pick ``k`` chunks that answer the question, including its second hop.
 
@@ -111,10 +113,15 @@ def select_evidence(
     (its passage rarely shares the question's words). So a chunk scores by:
     its match to the question (BM25 over the evidence pool), whether its title
     is named in the question, whether its title is *named in one of the best
-    question matches* (the link a multi-hop question follows), and its best
-    match to any follow-up query. ``evidence`` should be in registration order:
-    that order breaks ties. ``weights`` are those of the follow-up match, the
-    title named in the question and the link from a top match.
+    question matches* (the link a multi-hop question follows), its best
+    match to any follow-up query, and its place in the final rerank: the first
+    ``ranked`` chunks of ``evidence`` are the rerank's shortlist in its order
+    (it weighs the question's meaning, not only its words), and the chunk at
+    place ``i`` gains ``rank_weight / (1 + i)``; without it a reworded
+    question's answer ("keep settings between runs" for ``shelve``) loses to
+    passages that share more of the asker's words. ``evidence`` order breaks
+    ties. ``weights`` are those of the follow-up match, the title named in the
+    question and the link from a top match.
 
     A chunk whose words a better chunk already holds (a mirror of a page on
     another host, a snippet of a page read whole) takes a place only when no
@@ -153,6 +160,8 @@ def select_evidence(
     score: list[float] = []
     for i in range(n):
         s = qs[i] + w_follow * follow[i]
+        if i < ranked:
+            s += rank_weight / (1.0 + i)
         if mentions(q_norm, titles[i]):
             s += w_title
         link = max((qs[h] for h in heads if h != i and mentions(texts[h], titles[i])), default=0.0)
