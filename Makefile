@@ -13,7 +13,7 @@ BASE_STAMP := $(VENV)/.installed-base
 # the base package with the dev and test extras
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test test-fast test-llm lint docs bench clean
+.PHONY: install demo test test-fast test-llm lint docs bench asyncapi clean
 
 $(BASE_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ test-llm: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/ruff check streams actors reactive_rag tests bench
+	$(BIN)/python -m reactive_rag.server.asyncapi --check
+
+# docs/asyncapi.json, regenerated from the event models after a change to them
+asyncapi: $(STAMP)
+	$(BIN)/python -m reactive_rag.server.asyncapi
 
 bench: $(STAMP)
 	$(BIN)/python bench/bus.py

@@ -394,7 +394,8 @@ class RunCancelRequested(Event):
 
 
 class RunFinished(Event):
-    """The run ended; always the last event of a run, exactly once."""
+    """The run ended; the last event of a run, exactly once per start: a run
+    interrupted by a crash ends ``interrupted`` and, once resumed, ends again."""
 
     type: Literal["run.finished"] = "run.finished"
     outcome: Outcome
@@ -905,7 +906,7 @@ class PointRecalled(Event):
 
 
 class AnswerDelta(Event):
-    """A piece of the answer as it is written."""
+    """A piece of the answer, sent once its claim is verified (a draft is never streamed)."""
 
     type: Literal["answer.delta"] = "answer.delta"
     text: str

@@ -293,8 +293,8 @@ RANKS = {
     "agent": 2, "cassette": 2,
     "engine": 3,
     "conversation": 4,
-    "server": 5,
-    "mcp": 6,
+    "server": 5, "client": 5,
+    "mcp": 6, "a2a": 6,
     "cli": 7,
     "": 8, "__main__": 8,  # the top-level package: the public API
 }

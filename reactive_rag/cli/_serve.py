@@ -7,6 +7,8 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -71,15 +73,16 @@ def _config(args: argparse.Namespace, **overrides: Any) -> Any:
 
 
 def serve(config: ServerConfig | None = None) -> None:
-    """Serve the HTTP API, the web page and (with the ``mcp`` extra) ``/mcp`` until SIGINT/SIGTERM.
+    """Serve the HTTP API, the web page and the optional faces until SIGINT/SIGTERM.
 
-    The library's way to run what ``reactive-rag serve`` runs; ``config`` defaults to
-    one open ``default`` tenant on 127.0.0.1:8080. Raises
+    The faces are ``/mcp`` (with the ``mcp`` extra) and the A2A agent (with the
+    ``a2a`` extra). The library's way to run what ``reactive-rag serve`` runs;
+    ``config`` defaults to one open ``default`` tenant on 127.0.0.1:8080. Raises
     :class:`~reactive_rag.server.ConfigError` or :class:`~reactive_rag.server.BindError`.
     """
     from reactive_rag.server import serve as serve_app
 
-    serve_app(config, mounts=[_mount_mcp])
+    serve_app(config, mounts=[face.mount for face in _FACES])
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -95,20 +98,57 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-_MCP_SDK = frozenset({"mcp", "mcp_types", "starlette", "sse_starlette", "httpx2"})
+_Mount = Callable[["web.Application"], None]
 
 
-def _mount_mcp(app: web.Application) -> None:
-    """``/mcp`` (the MCP tools, with the API's tenants) when the ``mcp`` extra is installed."""
-    try:
-        from reactive_rag.mcp import mount_mcp
-    except ModuleNotFoundError as exc:
-        if (exc.name or "").split(".")[0] not in _MCP_SDK:
-            raise
-        logging.getLogger("reactive_rag.server").info(
-            "no /mcp endpoint: the MCP SDK is not installed (pip install 'reactive-rag[mcp]')")
-        return
-    mount_mcp(app)
+@dataclass(frozen=True, slots=True)
+class _OptionalFace:
+    """A protocol face ``serve`` mounts when its extra (its official SDK) is installed.
+
+    ``load`` imports the face's ``mount_*`` function; a ``ModuleNotFoundError`` for
+    one of ``sdk`` (top-level module names) means the extra is missing, which is
+    said in one log line, and the server runs without that face. Any other import
+    error is a bug and is raised.
+    """
+
+    what: str
+    extra: str
+    sdk: frozenset[str]
+    load: Callable[[], _Mount]
+
+    def mount(self, app: web.Application) -> None:
+        try:
+            mount = self.load()
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in self.sdk:
+                raise
+            logging.getLogger("reactive_rag.server").info(
+                "no %s: the %s SDK is not installed (pip install 'reactive-rag[%s]')",
+                self.what, self.extra.upper(), self.extra)
+            return
+        mount(app)
+
+
+def _load_mcp() -> _Mount:
+    from reactive_rag.mcp import mount_mcp
+
+    return mount_mcp
+
+
+def _load_a2a() -> _Mount:
+    from reactive_rag.a2a import mount_a2a
+
+    return mount_a2a
+
+
+_FACES = (
+    _OptionalFace("/mcp endpoint", "mcp",
+                  frozenset({"mcp", "mcp_types", "starlette", "sse_starlette", "httpx2"}),
+                  _load_mcp),
+    _OptionalFace("A2A agent (/a2a, /.well-known/agent-card.json)", "a2a",
+                  frozenset({"a2a", "google", "jsonrpc", "culsans", "httpx"}), _load_a2a),
+)
+"""The faces ``serve`` adds above the server, in mount order."""
 
 
 async def _open_store(args: argparse.Namespace) -> RunStore:

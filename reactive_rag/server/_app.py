@@ -37,15 +37,15 @@ from reactive_rag.store import (
 from reactive_rag.web import add_web_routes
 from streams import Event, RunFinished, RunStarted
 
-from ._agui import agui_routes
-from ._asyncapi import asyncapi_routes
+from ._agui import agui_openapi_paths, agui_routes
+from ._asyncapi import asyncapi_openapi_paths, asyncapi_routes
 from ._auth import Authenticator
 from ._collections import collection_openapi_paths, collection_routes
 from ._config import ServerConfig
 from ._dispatch import EngineFactory, ReplicaDispatcher
 from ._exceptions import ConfigError
 from ._models import RunRequest
-from ._openai_face import openai_routes
+from ._openai_face import openai_openapi_paths, openai_routes
 from ._openapi import openapi_document
 from ._problems import make_problem, problem_middleware
 from ._redact import RedactingAccessLogger, install_log_redaction
@@ -278,7 +278,9 @@ async def metrics(request: web.Request) -> web.Response:
 async def openapi(request: web.Request) -> web.Response:
     open_mode = request.app[CONFIG_KEY].open_mode
     return web.json_response(openapi_document(
-        extra_paths={**task_openapi_paths(), **collection_openapi_paths()},
+        extra_paths={**task_openapi_paths(), **collection_openapi_paths(),
+                     **openai_openapi_paths(), **agui_openapi_paths(),
+                     **asyncapi_openapi_paths()},
         open_mode=open_mode))
 
 
