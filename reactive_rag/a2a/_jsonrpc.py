@@ -59,7 +59,7 @@ from a2a.utils.proto_utils import to_stream_response
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from reactive_rag.server import CONFIG_KEY, request_tenant
+from reactive_rag.server import CONFIG_KEY, KEEP_ALIVE, ClientGone, SseWriter, request_tenant
 
 from ._errors import rpc_error
 from ._handler import Caller, RunTaskHandler
@@ -81,10 +81,6 @@ class _Refused(Exception):
         super().__init__(str(error))
         self.error = error
         self.request_id = request_id
-
-
-class _ClientGone(Exception):
-    """A write to a streaming client failed or timed out: it left, or cannot keep up."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,41 +314,33 @@ class A2aEndpoint:
         except Exception as exc:
             await source.aclose()
             return self._error(request_id, rpc_error(exc), v10=v10)
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream",
-                                               "Cache-Control": "no-cache",
-                                               "X-Accel-Buffering": "no"})
-
-        async def send(data: bytes) -> None:
-            try:
-                async with asyncio.timeout(config.write_timeout_s):
-                    await response.write(data)
-            except (ConnectionError, RuntimeError, TimeoutError) as exc:
-                raise _ClientGone() from exc
+        writer = SseWriter(request, write_timeout_s=config.write_timeout_s)
 
         def frame(message: Json, *, error: bool = False) -> bytes:
             kind = "event: error\n" if error else ""
             return f"{kind}data: {json.dumps(message)}\n\n".encode()
 
         try:
-            await response.prepare(request)
+            await writer.prepare()
             result = first
             while result is not None:
-                await send(frame({"jsonrpc": "2.0", "id": request_id, "result": result}))
+                await writer.send(frame({"jsonrpc": "2.0", "id": request_id, "result": result}))
                 try:
                     result = await source.next(keepalive_s=config.keepalive_s,
-                                               on_idle=lambda: send(b": keep-alive\n\n"))
-                except _ClientGone:
+                                               on_idle=lambda: writer.send(KEEP_ALIVE))
+                except ClientGone:
                     raise
                 except Exception as exc:
                     error = rpc_error(exc)
-                    await send(frame(self._error_json(request_id, error, v10=v10), error=True))
+                    await writer.send(frame(self._error_json(request_id, error, v10=v10),
+                                            error=True))
                     break
-            await response.write_eof()
-        except (_ClientGone, ConnectionError, RuntimeError):  # the client left or stalled
+            await writer.finish()
+        except (ClientGone, ConnectionError, RuntimeError):  # the client left or stalled
             log.debug("an A2A stream ended early: the client left or could not keep up")
         finally:
             await source.aclose()
-        return response
+        return writer.response
 
 
 class _Results:

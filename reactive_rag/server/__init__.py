@@ -34,6 +34,7 @@ from ._requests import CORPUS_TASK_KEY, resolve_collections
 from ._runs import ActiveRun, RunManager
 from ._serve import serve
 from ._sessions import SESSIONS_KEY, SessionManager, SessionRequest
+from ._sse import KEEP_ALIVE, ClientGone, SseWriter
 
 __all__ = [
     "AUTH_KEY",
@@ -41,6 +42,7 @@ __all__ = [
     "CORPUS_TASK_KEY",
     "DEFAULT_TENANT",
     "ENGINE_KEY",
+    "KEEP_ALIVE",
     "MANAGER_KEY",
     "PROBLEM_CODES",
     "SESSIONS_KEY",
@@ -48,6 +50,7 @@ __all__ = [
     "ActiveRun",
     "Authenticator",
     "BindError",
+    "ClientGone",
     "ConfigError",
     "EntailmentConfig",
     "EventFeed",
@@ -63,6 +66,7 @@ __all__ = [
     "ServerError",
     "SessionManager",
     "SessionRequest",
+    "SseWriter",
     "Tenant",
     "TenantConfig",
     "bind_listener",

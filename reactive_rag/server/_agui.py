@@ -16,9 +16,8 @@ after the AG-UI event of ``run.finished`` (RUN_FINISHED or RUN_ERROR).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, cast
 
 from ag_ui.core import BaseEvent, CustomEvent
@@ -38,6 +37,7 @@ from ._requests import (
     request_tenant,
     run_id_param,
 )
+from ._sse import ClientGone, SseWriter, relay
 
 __all__ = ["DETACHED", "agui_openapi_paths", "agui_routes", "serve_agui"]
 
@@ -92,47 +92,27 @@ async def serve_agui(request: web.Request, feed: EventFeed, mapper: AguiMapper, 
     ``mapper`` has folded the events up to ``after`` (the client holds them): a
     resumed stream starts with its STATE_SNAPSHOT (``id: after``).
     """
-    response = web.StreamResponse(headers={
-        "Content-Type": _ENCODER.get_content_type(),
-        "Cache-Control": "no-cache",
-        "X-Accel-Buffering": "no",
-    })
-    await response.prepare(request)
+    writer = SseWriter(request, write_timeout_s=write_timeout_s,
+                       headers={"Content-Type": _ENCODER.get_content_type()})
+    await writer.prepare()
+
+    def frame(events: Sequence[Event]) -> bytes:
+        return b"".join(_frame(event.seq, e) for event in events
+                        for e in _agui_events(mapper, event, after))
+
     try:
-        await response.write(b"retry: 1000\n\n")
+        await writer.send(b"retry: 1000\n\n")
         if after:
-            await response.write(_frame(after, mapper.snapshot()))
-        ended = False
-        while not ended:
-            try:
-                events = await feed.get_batch(keepalive_s)
-            except TimeoutError:
-                data = b": keep-alive\n\n"
-            else:
-                if not events:
-                    break
-                frames: list[bytes] = []
-                for event in events:
-                    frames += [_frame(event.seq, e) for e in _agui_events(mapper, event, after)]
-                    if isinstance(event, RunFinished):
-                        ended = True
-                        break
-                data = b"".join(frames)
-            try:
-                async with asyncio.timeout(write_timeout_s):
-                    await response.write(data)
-            except TimeoutError:
-                feed.detach(f"client too slow: one write took over {write_timeout_s:g} s")
-                break
-        if feed.detached_reason is not None:
-            notice = CustomEvent(name=DETACHED, value={"reason": feed.detached_reason})
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(response.write(_frame(None, notice)),
-                                       min(1.0, write_timeout_s))
-        await response.write_eof()
-    except (ConnectionError, RuntimeError):  # the client left: the run goes on
-        pass
-    return response
+            await writer.send(_frame(after, mapper.snapshot()))
+        await relay(feed, writer, frame, keepalive_s=keepalive_s,
+                    ends=lambda e: isinstance(e, RunFinished))
+    except ClientGone:  # the client left: the run goes on
+        return writer.response
+    if feed.detached_reason is not None:
+        notice = CustomEvent(name=DETACHED, value={"reason": feed.detached_reason})
+        await writer.send_last(_frame(None, notice))
+    await writer.finish()
+    return writer.response
 
 
 def _agui_events(mapper: AguiMapper, event: Event, after: int) -> list[BaseEvent]:

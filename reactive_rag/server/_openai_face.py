@@ -18,7 +18,6 @@ everywhere, :func:`~._problems.problem_middleware`) are re-worded here.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import hashlib
@@ -66,6 +65,7 @@ from ._requests import (
     scoped_collections,
 )
 from ._sessions import SESSIONS_KEY
+from ._sse import ClientGone, SseWriter, relay
 
 __all__ = ["conversation_session_id", "openai_openapi_paths", "openai_routes"]
 
@@ -326,56 +326,44 @@ async def _stream(request: web.Request, tenant: Tenant, asked: _Asked, chat: Cha
     store = request.app[STORE_KEY]
     feed = EventFeed(store.attach(asked.run_id, 0, tenant=tenant.name),
                      maxsize=config.sse_buffer)
-    response = web.StreamResponse(headers={
-        "Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-        "X-Accel-Buffering": "no", **_run_headers(asked)})
+    writer = SseWriter(request, write_timeout_s=config.write_timeout_s,
+                       headers=_run_headers(asked))
+    streamed: list[str] = []
 
     def chunk(delta: dict[str, str] | None, **fields: Any) -> bytes:
         return _frame(chunk_body(asked.run_id, model=chat.model, created=created, delta=delta,
                                  **fields))
 
-    async def write(data: bytes) -> None:
-        async with asyncio.timeout(config.write_timeout_s):
-            await response.write(data)
+    def deltas(events: Sequence[Event]) -> bytes:
+        texts = [e.text for e in events if isinstance(e, AnswerDelta) and e.text]
+        streamed.extend(texts)
+        return b"".join(chunk({"content": text}) for text in texts)
 
-    await response.prepare(request)
+    await writer.prepare()
     try:
         async with feed:
-            await write(chunk({"role": "assistant", "content": ""}))
-            streamed = ""
-            while True:
-                try:
-                    events = await feed.get_batch(config.keepalive_s)
-                except TimeoutError:
-                    await write(b": keep-alive\n\n")
-                    continue
-                if not events:
-                    break
-                texts = [e.text for e in events if isinstance(e, AnswerDelta) and e.text]
-                if texts:
-                    streamed += "".join(texts)
-                    await write(b"".join(chunk({"content": text}) for text in texts))
+            await writer.send(chunk({"role": "assistant", "content": ""}))
+            await relay(feed, writer, deltas, keepalive_s=config.keepalive_s)
         if feed.detached_reason is not None:
-            await write(_frame(error_body(
+            await writer.send_last(_frame(error_body(
                 503, "stream_detached", f"{feed.detached_reason}; the run goes on: follow it "
                 f"at /v1/runs/{asked.run_id}/events", None)))
         else:
             result = await _stored(store, tenant.name, asked.run_id)
-            tail = _tail(result, streamed)
+            tail = _tail(result, "".join(streamed))
             ending = [chunk({"content": tail})] if tail else []
             ending.append(chunk({}, finish_reason=FINISH_REASONS[result.outcome],
                                 extension=extension_body(result, question=asked.question,
                                                          session_id=asked.session_id)))
             if chat.stream_options is not None and chat.stream_options.include_usage:
                 ending.append(chunk(None, usage=usage_body(result.events)))
-            await write(b"".join(ending) + b"data: [DONE]\n\n")
-        await response.write_eof()
-    except (ConnectionError, RuntimeError, TimeoutError):
+            await writer.send(b"".join(ending) + b"data: [DONE]\n\n")
+        await writer.finish()
+    except ClientGone:
         pass  # the client left or stalled: the run goes on, and is stored
     except Exception:  # the status line is sent: say it in the stream, not as a new response
         log.exception("chat stream of run %s failed", asked.run_id)
-        with contextlib.suppress(Exception):
-            await write(_frame(error_body(500, "internal", "internal server error; the run "
-                                          f"goes on: follow it at /v1/runs/{asked.run_id}",
-                                          None)))
-    return response
+        await writer.send_last(_frame(error_body(
+            500, "internal", "internal server error; the run goes on: follow it at "
+            f"/v1/runs/{asked.run_id}", None)))
+    return writer.response
