@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from streams import ActorFailed, Claim, ErrorInfo, Event, Outcome
+from streams import ActorFailed, Claim, ErrorInfo, Event, Outcome, TaskLink
 
 __all__ = ["Actor", "ActorContext", "error_info"]
 
@@ -38,7 +38,7 @@ class ActorContext(Protocol):
         ...
 
     def finish(self, outcome: Outcome, *, reason: str = "", answer: str = "",
-               claims: Sequence[Claim] = ()) -> bool:
+               claims: Sequence[Claim] = (), task: TaskLink | None = None) -> bool:
         """Claim the run's end; ``False`` if something else claimed it first."""
         ...
 

@@ -26,7 +26,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from streams import Claim, Event, Outcome, decode_msgpack
+from streams import Claim, Event, Outcome, TaskLink, decode_msgpack
 
 from ._actor import Actor, error_info
 from ._ray_wire import Emit, Finish, PackedEffect, RemoteReply, encode_frame, pack_effect
@@ -86,7 +86,8 @@ class _HostContext:
         return max(0.0, self._deadline - time.monotonic())
 
     def finish(self, outcome: Outcome, *, reason: str = "", answer: str = "",
-               claims: Sequence[Claim] = ()) -> bool:
+               claims: Sequence[Claim] = (), task: TaskLink | None = None) -> bool:
+        # ``task`` is the run controller's (a hand-off), and the controller never runs on Ray
         self._queue(pack_effect(Finish(outcome, reason, answer, tuple(claims))))
         return True
 

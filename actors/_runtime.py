@@ -35,6 +35,8 @@ from streams import (
     RunCancelRequested,
     RunFinished,
     RunStream,
+    RunUsage,
+    TaskLink,
     operators,
 )
 
@@ -83,10 +85,11 @@ class _RunContext:
 
     def finish(
         self, outcome: Outcome, *, reason: str = "", answer: str = "",
-        claims: Sequence[Claim] = (),
+        claims: Sequence[Claim] = (), task: TaskLink | None = None,
     ) -> bool:
         """Claim the run's end; ``False`` if something else claimed it first."""
-        return self._run.finish(outcome, reason=reason, answer=answer, claims=claims)
+        return self._run.finish(outcome, reason=reason, answer=answer, claims=claims,
+                                task=task)
 
 
 class _Mailbox:
@@ -126,6 +129,8 @@ class ActorRun:
             (a run resumed after a crash): the deadline comes that much sooner,
             at once if the budget is spent.
         stop_timeout_s: how long ``on_stop`` hooks may take at teardown.
+        usage: counts what the run used from its events (every event stamped
+            before ``run.finished``); ``run.finished`` carries the count.
 
     Leaving the ``async with`` block before the run finished cancels it. Events
     reach the actors from the event loop's thread (publish from other threads
@@ -142,6 +147,7 @@ class ActorRun:
         grace_s: float = 2.0,
         stop_timeout_s: float = 2.0,
         elapsed_s: float = 0.0,
+        usage: Callable[[Sequence[Event]], RunUsage] | None = None,
     ) -> None:
         self.stream = stream if isinstance(stream, RunStream) else RunStream(stream)
         names = [a.name for a in actors]
@@ -164,6 +170,7 @@ class ActorRun:
         self._edges = dict(edges) if edges else {}
         self._deadline_s = deadline_s
         self._elapsed_s = elapsed_s
+        self._usage = usage
         self._grace_s = grace_s
         self._stop_timeout_s = stop_timeout_s
         self._mailboxes: list[_Mailbox] = []
@@ -268,12 +275,16 @@ class ActorRun:
 
     def finish(
         self, outcome: Outcome, *, reason: str = "", answer: str = "",
-        claims: Sequence[Claim] = (),
+        claims: Sequence[Claim] = (), task: TaskLink | None = None,
     ) -> bool:
-        """Claim the end of the run with ``outcome``; ``False`` if already claimed."""
+        """Claim the end of the run with ``outcome``; ``False`` if already claimed.
+
+        ``task``: the background task a ``handed_off`` run passed its question to.
+        """
         if outcome == "cancelled":
             return self.cancel(reason)
-        return self._claim(outcome, reason=reason, answer=answer, claims=tuple(claims))
+        return self._claim(outcome, reason=reason, answer=answer, claims=tuple(claims),
+                           task=task)
 
     def cancel(self, reason: str = "") -> bool:
         """Cancel the run: in-flight handlers are cancelled mid-await.
@@ -287,11 +298,11 @@ class ActorRun:
 
     def _claim(
         self, outcome: Outcome, *, reason: str = "", answer: str = "",
-        claims: tuple[Claim, ...] = (),
+        claims: tuple[Claim, ...] = (), task: TaskLink | None = None,
     ) -> bool:
         if self._terminal is not None:
             return False
-        self._terminal = _run_finished(outcome, reason, answer, claims)
+        self._terminal = _run_finished(outcome, reason, answer, claims, task)
         if self._loop is None:
             return True  # not entered yet: __aenter__ / __aexit__ end it
         if self._quiescent():
@@ -343,7 +354,13 @@ class ActorRun:
 
     def _publish_terminal(self) -> None:
         assert self._terminal is not None
-        self.stream.try_publish(self._terminal, actor="runtime")  # (a copy: it may be shared)
+        terminal = self._terminal
+        if self._usage is not None:
+            stamped = self.stream.stamped()
+            if stamped is not None:
+                with contextlib.suppress(Exception):  # a broken count never blocks the end
+                    terminal = terminal.model_copy(update={"usage": self._usage(stamped)})
+        self.stream.try_publish(terminal, actor="runtime")  # (a copy: it may be shared)
         self._done.set()
 
     async def _await_teardown(self) -> None:
@@ -544,13 +561,13 @@ _BARE_FINISHED: dict[str, RunFinished] = {}  # outcome -> shared terminal event,
 
 
 def _run_finished(outcome: Outcome, reason: str, answer: str,
-                  claims: tuple[Claim, ...]) -> RunFinished:
+                  claims: tuple[Claim, ...], task: TaskLink | None = None) -> RunFinished:
     """The terminal event, validated with only the fields that differ from their defaults.
 
     A bare outcome (no reason, answer or claims) is validated once and shared:
     the stream publishes a stamped copy of it.
     """
-    if not (reason or answer or claims):
+    if not (reason or answer or claims or task):
         bare = _BARE_FINISHED.get(outcome)
         if bare is None:
             bare = _BARE_FINISHED[outcome] = RunFinished(outcome=outcome)
@@ -562,4 +579,6 @@ def _run_finished(outcome: Outcome, reason: str, answer: str,
         fields["answer"] = answer
     if claims:
         fields["claims"] = claims
+    if task is not None:
+        fields["task"] = task
     return RunFinished(**fields)

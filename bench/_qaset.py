@@ -13,7 +13,8 @@ validates, splits, runs and scores the same way.
 - A text contains a gold string when it holds it as whole words: not as part of a
   longer number or word (``10`` is not in ``100``, ``sort`` not in ``sorted``, but
   ``%20`` is in ``%20Ni`` and ``Enum(`` in ``Enum(value``), compared case- and
-  width-folded with runs of whitespace made one space (:func:`contains_gold`); an
+  width-folded with runs of whitespace made one space (:func:`contains_gold`, the
+  library's rule, :mod:`reactive_rag.evaluate`, which ``reactive-rag eval`` uses too); an
   answer is correct when its text contains one.
 
 ``tune_cases(source)`` serves ``bench/fit_sufficiency.py``: a source names a bench
@@ -26,11 +27,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import re
 import statistics
 import sys
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -40,50 +39,24 @@ from typing import Any, Literal
 from hotpot import writer_evidence  # bench/ sibling (the script's folder)
 
 from reactive_rag import Citation, Engine
+from reactive_rag.evaluate import (
+    ANSWERED,
+    WITH_TEXT,
+    contains_gold,
+    fold,
+    gold_pattern,
+    holds_gold,
+)
 from reactive_rag.index import CorpusIndex
 from streams import EvidenceChunk
 
 Split = Literal["tune", "report", "both"]
-#: Outcomes that say "this is the answer" (what a user reads as answered).
-ANSWERED = ("answered", "answered_from_evidence")
-#: Outcomes that carry answer text to score (answered, or answered in part).
-WITH_TEXT = (*ANSWERED, "partial")
 #: Source name -> bench module (in bench/) that owns the question set and its corpus.
 SOURCES = {"stdlib": "stdlibqa", "docsqa": "docsqa"}
 
 
 class QuestionSetError(ValueError):
     """A question file is malformed, or its gold strings are not in the corpus."""
-
-
-def fold(text: str) -> str:
-    """NFKC, case folded, runs of whitespace made one space (what a reader would not tell apart)."""
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
-#: What may not touch a gold string's edge of each kind: a digit extends a number, a
-#: letter or ``_`` extends a word (``10`` is not in ``100``, ``sort`` not in ``sorted``).
-_DIGIT, _WORD = r"\d", r"[^\W\d]"
-
-
-def _edge(char: str) -> str | None:
-    if char.isdigit():
-        return _DIGIT
-    return _WORD if re.match(_WORD, char) else None
-
-
-def _gold_pattern(gold: str) -> re.Pattern[str] | None:
-    """A folded gold string, not part of a longer number or word (see :data:`_DIGIT`)."""
-    g = fold(gold)
-    if not g:
-        return None
-    first, last = _edge(g[0]), _edge(g[-1])
-    return re.compile((f"(?<!{first})" if first else "") + re.escape(g)
-                      + (f"(?!{last})" if last else ""))
-
-
-def _holds(folded_text: str, patterns: Iterable[re.Pattern[str] | None]) -> bool:
-    return any(p is not None and p.search(folded_text) for p in patterns)
 
 
 def load_questions(path: Path) -> list[dict[str, Any]]:
@@ -150,25 +123,20 @@ def check_gold(rows: Iterable[dict[str, Any]], texts: Mapping[str, str]) -> None
     for row in rows:
         if not row.get("answerable"):
             continue
-        patterns = [_gold_pattern(g) for g in row["answers"]]
+        patterns = [gold_pattern(g) for g in row["answers"]]
         missing = [g for g, p in zip(row["answers"], patterns, strict=True)
-                   if not _holds(everything, [p])]
+                   if not holds_gold(everything, [p])]
         if missing:
             problems.append(f"{row['id']}: not in the corpus: {missing}")
         doc = row.get("doc")
         if doc is not None:
             if doc not in folded:
                 problems.append(f"{row['id']}: no document {doc!r} in the corpus")
-            elif not _holds(folded[doc], patterns):
+            elif not holds_gold(folded[doc], patterns):
                 problems.append(f"{row['id']}: no gold string in its document {doc!r}")
     if problems:
         raise QuestionSetError(f"{len(problems)} question(s) with gold strings the corpus "
                                "lacks: " + "; ".join(problems))
-
-
-def contains_gold(text: str, golds: Sequence[str]) -> bool:
-    """``text`` holds a gold string as whole words (case, width and whitespace folded)."""
-    return _holds(fold(text), map(_gold_pattern, golds))
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,9 +53,12 @@ __all__ = [
     "ExtensionRefusal",
     "Feedback",
     "FeedbackKind",
+    "HandoffDecided",
+    "HandoffRequested",
     "Hit",
     "KeyPoint",
     "LoopDetected",
+    "ModelUsage",
     "Outcome",
     "PageScraped",
     "PlanDecided",
@@ -80,6 +83,7 @@ __all__ = [
     "RunFinished",
     "RunResumed",
     "RunStarted",
+    "RunUsage",
     "ScrapeFailed",
     "ScrapeRequested",
     "SearchCompleted",
@@ -88,6 +92,7 @@ __all__ = [
     "SearchRequested",
     "SelectionRequested",
     "SubscriberDetached",
+    "TaskLink",
     "ToolCall",
     "ToolRejected",
     "VerifyFailed",
@@ -115,6 +120,7 @@ Outcome = Literal[
     "cancelled",
     "failed",
     "interrupted",
+    "handed_off",
 ]
 
 RequestKind = Literal["model", "tool", "service", "check"]
@@ -372,6 +378,33 @@ class Conflict(_Value):
     preferred: int | None = None
 
 
+class ModelUsage(_Value):
+    """The model calls one role made with one model, and the tokens its server reported."""
+
+    role: str
+    model: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class RunUsage(_Value):
+    """What one run used, counted from its own events; ``run.finished`` carries it.
+
+    ``models`` by role (planner, writer, judge) and model: tokens are what the
+    model server reported (a judge reports none: its calls count, its tokens are
+    0). ``provider_calls``: search calls by provider; ``pages`` scraped and the
+    UTF-8 ``page_bytes`` of their text; ``wall_s``: wall-clock time, the time
+    before a crash included. An offline run has no ``models``: zero tokens.
+    """
+
+    models: tuple[ModelUsage, ...] = ()
+    provider_calls: dict[str, int] = Field(default_factory=dict)
+    pages: int = 0
+    page_bytes: int = 0
+    wall_s: float = 0.0
+
+
 # --- run lifecycle ---------------------------------------------------------------
 
 
@@ -393,15 +426,32 @@ class RunCancelRequested(Event):
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
+class TaskLink(_Value):
+    """A background task a run handed its question to: its id and where to follow it."""
+
+    task_id: str
+    kind: str = "summary"
+    link: str = ""
+    """The task's URL path on the server (``/v1/tasks/{task_id}``)."""
+    collection: str = ""
+    doc_id: str = ""
+
+
 class RunFinished(Event):
     """The run ended; the last event of a run, exactly once per start: a run
-    interrupted by a crash ends ``interrupted`` and, once resumed, ends again."""
+    interrupted by a crash ends ``interrupted`` and, once resumed, ends again.
+
+    ``task`` is set only when the run ended ``handed_off``: the background task
+    that goes on with the question (a whole-document summary)."""
 
     type: Literal["run.finished"] = "run.finished"
     outcome: Outcome
     reason: str = ""
     answer: str = ""
     claims: tuple[Claim, ...] = ()
+    task: TaskLink | None = None
+    usage: RunUsage | None = None
+    """What the run used (``None``: a run stored before usage was counted)."""
     priority: ClassVar[Priority] = Priority.ESSENTIAL
 
 
@@ -960,6 +1010,42 @@ class AnswerabilityJudged(Event):
     """Held passages the model added to the writer's evidence (the answer needs them)."""
 
 
+class HandoffRequested(Event):
+    """The run asks whether its question needs a whole document read (a background task).
+
+    Sent first, before any planning, only where the engine can start background tasks;
+    the hand-off actor judges against the documents of ``collections`` and, if one
+    document is asked for whole, starts its summary task.
+    """
+
+    type: Literal["handoff.requested"] = "handoff.requested"
+    replies: ClassVar[tuple[str, ...]] = ("handoff.decided",)
+    handled_by: ClassVar[str] = "handoff"
+    operation: ClassVar[str] = "route"
+    request_kind: ClassVar[RequestKind] = "check"
+
+    collections: tuple[str, ...] = ()
+
+
+class HandoffDecided(Event):
+    """Whether the question was handed to a background task, and to which.
+
+    ``task`` set: a task was started for ``task.doc_id`` and the run ends
+    ``handed_off``; unset: the run searches and answers as usual. ``by`` says who
+    judged (the chat model or the offline rules; ``fallback``: the model's failure
+    when the rules stood in for it).
+    """
+
+    type: Literal["handoff.decided"] = "handoff.decided"
+    task: TaskLink | None = None
+    title: str = ""
+    reason: str = ""
+    by: Literal["model", "offline"] = "offline"
+    model: str = ""
+    fallback: ErrorInfo | None = None
+    priority: ClassVar[Priority] = Priority.ESSENTIAL
+
+
 class ConflictDetected(Event):
     """The writer's evidence disagrees on what the question asks; the answer shows both sides.
 
@@ -1171,6 +1257,8 @@ for _cls in (
     AnswerDelta,
     AnswerabilityRequested,
     AnswerabilityJudged,
+    HandoffRequested,
+    HandoffDecided,
     AnswerRequested,
     AnswerDrafted,
     VerifyFailed,

@@ -251,6 +251,17 @@ class RunStream:
         # seq starts at 1 and is gap-free, so the index is seq - 1.
         return self._history[after_seq:]
 
+    def stamped(self) -> list[Event] | None:
+        """Every event stamped so far, in seq order: the delivered ones and those still
+        waiting for the current delivery to end (``None`` if history is off).
+
+        What the run's last event can summarise while it is being built.
+        """
+        with self._lock:
+            if self._history is None:
+                return None
+            return [*self._history, *self._pending]
+
     def replay(self, after_seq: int = 0) -> Observable[Event]:
         """Events with ``seq > after_seq``: the stored ones, then live, no gap, no duplicate.
 

@@ -292,7 +292,7 @@ RANKS = {
     "run": 1, "judgement.offline": 1, "judgement.model": 1, "web_kb": 1, "tasks": 1,
     "agent": 2, "cassette": 2,
     "engine": 3,
-    "conversation": 4,
+    "conversation": 4, "evaluate": 4,
     "server": 5, "client": 5,
     "mcp": 6, "a2a": 6,
     "cli": 7,

@@ -60,6 +60,7 @@ OUTCOME_STATES: Mapping[Outcome, TaskState] = {
     "failed": TaskState.TASK_STATE_FAILED,
     "cancelled": TaskState.TASK_STATE_CANCELED,
     "interrupted": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "handed_off": TaskState.TASK_STATE_COMPLETED,  # the answer names the summary task
 }
 """A run's outcome -> the state of its task."""
 
@@ -193,6 +194,8 @@ class TaskFold:
         if event.outcome == "interrupted":  # a resume may follow: the task is not over
             return [self._status(event, state, _INTERRUPTED)]
         self._task.metadata.update({"outcome": event.outcome})
+        if event.task is not None:  # handed_off: the background task that goes on
+            self._task.metadata.update({"task": event.task.model_dump()})
         result = RunResult.from_events(self._events)
         updates: list[Update] = []
         if result.answer or self._streamed:

@@ -18,6 +18,7 @@ from ._actors import (
     WriterActor,
     render_answer,
 )
+from ._handoff import Catalogue, HandoffActor, TaskStarter, index_catalogue
 from ._reader import ReaderActor
 from ._verifier import (
     DEFAULT_SUPPORT_THRESHOLD,
@@ -35,8 +36,10 @@ from ._verifier import (
 
 __all__ = [
     "DEFAULT_SUPPORT_THRESHOLD",
+    "Catalogue",
     "EntailmentJudge",
     "EntailmentModel",
+    "HandoffActor",
     "LoopCheck",
     "LoopVerdictLike",
     "PlannerActor",
@@ -44,6 +47,7 @@ __all__ = [
     "ReaderActor",
     "SelectorActor",
     "SufficiencyActor",
+    "TaskStarter",
     "Verification",
     "VerificationLike",
     "VerifierActor",
@@ -51,6 +55,7 @@ __all__ = [
     "VerifyPolicy",
     "WriterActor",
     "bearing_on_question",
+    "index_catalogue",
     "match_quote",
     "normalize_text",
     "render_answer",

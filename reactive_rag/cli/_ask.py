@@ -54,6 +54,7 @@ from reactive_rag.engine import (
     EngineConfig,
     EntailmentConfig,
     Mode,
+    PriceTable,
     Research,
     RunHandle,
     RunResult,
@@ -62,6 +63,8 @@ from reactive_rag.engine import (
     chat_policies,
     credibility_from,
     research_from,
+    usage_json,
+    usage_line,
 )
 from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex
 from reactive_rag.judgement import (
@@ -129,6 +132,10 @@ def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -
                             "(no live view or notes on stderr unless --verbose)")
         p.add_argument("--verbose", "-v", action="store_true",
                        help="with --json: also show the live view and notes on stderr")
+        p.add_argument("--prices", type=Path, metavar="FILE",
+                       default=os.environ.get("REACTIVE_RAG_PRICES") or None,
+                       help="TOML price table the run's cost is estimated with (default: "
+                            "$REACTIVE_RAG_PRICES; see docs/configuration.md)")
     p.add_argument("--quiet", "-q", action="store_true", help="no live event view")
     p.add_argument("--progress", action="store_true", help="show budget ticks in the live view")
     p.add_argument("--root", type=Path, default=None, help="index folder (default: cache)")
@@ -153,7 +160,7 @@ def add_run_setup_options(p: argparse.ArgumentParser, *, one_run: bool = True) -
                    default=os.environ.get("REACTIVE_RAG_ENTAILMENT_MODEL", "default"),
                    help="model name sent to the entailment server")
     if not one_run:
-        p.set_defaults(json=False, verbose=False, record=None, replay=None)
+        p.set_defaults(json=False, verbose=False, record=None, replay=None, prices=None)
         return
     tape = p.add_mutually_exclusive_group()
     tape.add_argument("--record", type=Path, metavar="FILE",
@@ -192,6 +199,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     ctrl_c = _CtrlC()
     try:
         budget = parse_budget(args.budget)
+        prices = PriceTable() if args.prices is None else PriceTable.load(args.prices)
         result, problem = asyncio.run(_ask_and_keep(args, console, budget, ctrl_c))
     except RunConfigError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
@@ -206,12 +214,12 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         warn_unstored(problem)
     if ctrl_c.cancelled(result):
         if args.json:
-            print(json.dumps(result_json(result), ensure_ascii=False))
+            print(json.dumps(result_json(result, prices), ensure_ascii=False))
         kept = (f"run {result.run_id} kept; see reactive-rag replay {result.run_id}"
                 if args.keep and problem is None else f"run {result.run_id} not kept")
         print(f"cancelled ({kept})", file=sys.stderr, flush=True)
         return EXIT_INTERRUPTED
-    return report_result(result, console, as_json=args.json)
+    return report_result(result, console, as_json=args.json, prices=prices)
 
 
 async def _ask_and_keep(args: argparse.Namespace, console: Console, budget: dict[str, Any],
@@ -275,13 +283,15 @@ def _on_sigint(loop: asyncio.AbstractEventLoop, handler: Callable[[], None]) -> 
         loop.remove_signal_handler(signal.SIGINT)
 
 
-def report_result(result: RunResult, console: Console, *, as_json: bool) -> int:
+def report_result(result: RunResult, console: Console, *, as_json: bool,
+                  prices: PriceTable | None = None) -> int:
     """Print a finished run (rendered, or one JSON object); its exit status."""
     if as_json:
-        print(json.dumps(result_json(result), ensure_ascii=False))
+        print(json.dumps(result_json(result, prices), ensure_ascii=False))
     else:
-        render_result(result, console)
-    return 0 if result.answered or result.outcome in ("partial", "no_evidence") else 1
+        render_result(result, console, prices)
+    return 0 if result.answered or result.outcome in ("partial", "no_evidence",
+                                                      "handed_off") else 1
 
 
 @dataclass
@@ -555,8 +565,9 @@ def _build_default(engine: Engine, console: Console, quiet: bool,
             reporter, embed_rate=None if quiet else engine.index.embed_rate, stop=stop))
 
 
-def render_result(result: RunResult, console: Console) -> None:
-    """The final answer with numbered citations, their quotes and sources."""
+def render_result(result: RunResult, console: Console, prices: PriceTable | None = None) -> None:
+    """The final answer with numbered citations, their quotes and sources, and the run's
+    usage and estimated cost (by ``prices``; none: no price known)."""
     console.rule(f"{result.outcome.replace('_', ' ')} in {result.elapsed_s:.1f}s")
     if result.answer:
         console.print(result.answer)
@@ -576,10 +587,12 @@ def render_result(result: RunResult, console: Console) -> None:
     console.print(f"[dim]{result.count('search.requested')} searches, "
                   f"{result.count('read.requested')} reads, {len(result.evidence)} evidence "
                   f"chunks, {len(result.events)} events (run {result.run_id})[/dim]")
+    console.print(f"[dim]{usage_line(result.usage, prices or PriceTable())}[/dim]",
+                  soft_wrap=True)  # one line, for grep
 
 
-def result_json(result: RunResult) -> dict[str, Any]:
-    """The result as plain JSON data."""
+def result_json(result: RunResult, prices: PriceTable | None = None) -> dict[str, Any]:
+    """The result as plain JSON data (``usage`` with its cost by ``prices``)."""
     return {
         "run_id": result.run_id,
         "outcome": result.outcome,
@@ -592,6 +605,8 @@ def result_json(result: RunResult) -> dict[str, Any]:
         "searches": result.count("search.requested"),
         "reads": result.count("read.requested"),
         "events": len(result.events),
+        "usage": usage_json(result.usage, prices or PriceTable()),
+        "task": result.task.model_dump() if result.task is not None else None,
     }
 
 

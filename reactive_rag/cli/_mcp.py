@@ -47,7 +47,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     err = Console(stderr=True, highlight=False)
     try:
-        from reactive_rag.mcp import local_scope, serve_stdio
+        from reactive_rag.mcp import local_scope, local_writer, serve_stdio
     except ImportError as exc:  # the optional SDK is missing
         err.print(f"[red]error:[/red] the MCP SDK is not installed ({escape(str(exc))}); "
                   "install reactive-rag[mcp]")
@@ -64,9 +64,10 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         engine = build_engine(args, setup)
         try:
             await ensure_default_corpus(engine, err, defaults, quiet=True)
-            scope = local_scope(engine, allowed=args.collections, defaults=defaults,
-                                budget=budget, mode=args.mode or "agent")
-            await serve_stdio(scope)
+            async with local_writer(engine.index) as writer:
+                scope = local_scope(engine, allowed=args.collections, defaults=defaults,
+                                    budget=budget, mode=args.mode or "agent", writer=writer)
+                await serve_stdio(scope)
         finally:
             await engine.aclose()
             await setup.aclose()

@@ -1,4 +1,5 @@
-"""``reactive-rag serve``, ``reactive-rag runs`` and ``reactive-rag replay RUN_ID``."""
+"""``reactive-rag serve``, ``reactive-rag runs`` and ``reactive-rag replay RUN_ID``
+(or ``replay --from-file EXPORT.ndjson``, a run exported over HTTP)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -55,8 +57,12 @@ def add_serve_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentP
     runs.add_argument("--config", default=None)
     runs.add_argument("--json", action="store_true", help="one JSON object per line")
     runs.set_defaults(func=_cmd_runs)
-    replay = subparsers.add_parser("replay", help="re-render a stored run's event stream")
-    replay.add_argument("run_id")
+    replay = subparsers.add_parser("replay", help="re-render a stored (or exported) run's "
+                                   "event stream")
+    replay.add_argument("run_id", nargs="?", help="a stored run's id, or a prefix of it")
+    replay.add_argument("--from-file", type=Path, default=None, metavar="EXPORT.ndjson",
+                        help="replay a run exported by GET /v1/runs/{id}/export instead of "
+                             "a stored one (the same output)")
     replay.add_argument("--store", default=None)
     replay.add_argument("--config", default=None)
     replay.add_argument("--json", action="store_true", help="events as JSON lines")
@@ -217,25 +223,24 @@ async def _resolve_or_say(store: RunStore, prefix: str) -> str | None:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    if (args.run_id is None) == (args.from_file is None):
+        Console(stderr=True).print("[red]error:[/red] replay takes a RUN_ID or --from-file "
+                                   "EXPORT.ndjson (one of them)")
+        return 2
+    if args.from_file is not None:
+        return _replay_file(args)
+
     async def go() -> int:
         store = await _open_store_or_say(args)
         if store is None:
             return 1
-        console = Console(highlight=False)
-        printer = EventPrinter(console, show_progress=args.progress)
-        seen: list[Event] = []
         try:
             run_id = await _resolve_or_say(store, args.run_id)
             if run_id is None:
                 return 2
             events = store.events(run_id)
             try:
-                async for event in events:
-                    seen.append(event)
-                    if args.json:
-                        print(encode_json(event))
-                    elif not args.timeline:
-                        printer.print(event)
+                return await _replay_events(args, events)
             except RunNotFound:
                 Console(stderr=True).print(f"[red]error:[/red] no run {args.run_id!r} in the store")
                 return 1
@@ -244,15 +249,46 @@ def _cmd_replay(args: argparse.Namespace) -> int:
                     await events.aclose()  # type: ignore[attr-defined]
         finally:
             await store.close()
-        if args.json:
-            return 0  # the JSON lines alone (their last one shows whether the run ended)
-        if args.timeline:
-            render_timeline(build_timeline(seen), Console(highlight=False, width=terminal_width()))
-            return 0
-        if not seen or not isinstance(seen[-1], RunFinished):
-            console.print("[dim]the run has no run.finished event yet (still running?)[/dim]")
-        else:
-            render_result(RunResult.from_events(seen), console)
-        return 0
 
     return asyncio.run(go())
+
+
+def _replay_file(args: argparse.Namespace) -> int:
+    """``replay --from-file``: the export's events, checked whole first, shown as a stored run."""
+    from ._export_file import ExportFileError, read_export
+
+    try:
+        events = read_export(args.from_file)
+    except ExportFileError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
+        return 1
+
+    async def each() -> AsyncIterator[Event]:
+        for event in events:
+            yield event
+
+    return asyncio.run(_replay_events(args, each()))
+
+
+async def _replay_events(args: argparse.Namespace, events: AsyncIterator[Event]) -> int:
+    """Show a run's events as they come (JSON lines, the live view or a timeline), then
+    its result: what ``replay`` prints, from the store or from an export."""
+    console = Console(highlight=False)
+    printer = EventPrinter(console, show_progress=args.progress)
+    seen: list[Event] = []
+    async for event in events:
+        seen.append(event)
+        if args.json:
+            print(encode_json(event))
+        elif not args.timeline:
+            printer.print(event)
+    if args.json:
+        return 0  # the JSON lines alone (their last one shows whether the run ended)
+    if args.timeline:
+        render_timeline(build_timeline(seen), Console(highlight=False, width=terminal_width()))
+        return 0
+    if not seen or not isinstance(seen[-1], RunFinished):
+        console.print("[dim]the run has no run.finished event yet (still running?)[/dim]")
+    else:
+        render_result(RunResult.from_events(seen), console)
+    return 0

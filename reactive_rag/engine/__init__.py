@@ -33,11 +33,23 @@ from ._replicas import (
     TenantEngineFactory,
 )
 from ._toml import read_toml
+from ._usage import (
+    CostEstimate,
+    ModelPrice,
+    PriceTable,
+    UsageConfig,
+    add_usage,
+    fold_usage,
+    usage_json,
+    usage_line,
+    usage_of,
+)
 
 __all__ = [
     "CHAT_QUIRKS",
     "ChatConfig",
     "Citation",
+    "CostEstimate",
     "Engine",
     "EngineConfig",
     "EngineReplicas",
@@ -45,6 +57,8 @@ __all__ = [
     "EntailmentConfig",
     "JudgementConfig",
     "Mode",
+    "ModelPrice",
+    "PriceTable",
     "ReplicaRun",
     "ReplicasUnavailable",
     "Research",
@@ -54,13 +68,19 @@ __all__ = [
     "StoreFactory",
     "Taps",
     "TenantEngineFactory",
+    "UsageConfig",
+    "add_usage",
     "ask",
     "assemble",
     "chat_client",
     "chat_policies",
     "credibility_from",
     "entailment_client",
+    "fold_usage",
     "load_engine_config",
     "read_toml",
     "research_from",
+    "usage_json",
+    "usage_line",
+    "usage_of",
 ]

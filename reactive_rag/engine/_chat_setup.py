@@ -31,9 +31,11 @@ then drops them), so the planner's tool calls go through a JSON-schema-constrain
 reply (:class:`actors.models.SchemaToolChat`)."""
 CHAT_QUIRKS: tuple[ChatQuirks, ...] = ("none", "llama-cpp-python", "no-tool-template")
 
-ChatRole = Literal["planner", "writer", "sufficiency", "followups"]
+ChatRole = Literal["planner", "writer", "sufficiency", "followups", "handoff"]
 """What the chat model decides: the plan, the answer's claims, whether the evidence
-answers the question (with the disagreements in it), and follow-up rewriting."""
+answers the question (with the disagreements in it), follow-up rewriting, and whether a
+question goes to a background whole-document summary (``handoff``: opt-in, one more call
+per run where background tasks run, not in the default roles)."""
 CHAT_ROLES: tuple[ChatRole, ...] = ("planner", "writer", "sufficiency", "followups")
 
 

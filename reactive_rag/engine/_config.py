@@ -28,7 +28,12 @@ from actors.providers import (
 from actors.rerank import Credibility
 from actors.search import Searcher
 from reactive_rag.index import CorpusIndex
-from reactive_rag.judgement.model import ChatRewriter, ChatSufficiency, ChatSupportJudge
+from reactive_rag.judgement.model import (
+    ChatRewriter,
+    ChatSufficiency,
+    ChatSupportJudge,
+    ChatWholeDocument,
+)
 from reactive_rag.judgement.offline import OFFLINE_FAMILIES, judge_answerability_fixed
 from reactive_rag.run import RunConfigError
 
@@ -221,6 +226,10 @@ class Research:
         if self.chat is not None and config.chat is not None and \
                 "followups" in config.chat.roles:
             options["rewriter"] = ChatRewriter(self.chat, timeout_s=config.chat.timeout_s)
+        if self.chat is not None and config.chat is not None and \
+                "handoff" in config.chat.roles:
+            options["whole_document"] = ChatWholeDocument(self.chat,
+                                                          timeout_s=config.chat.timeout_s)
         if self.judge is not None and config.entailment is not None:
             options["entailment"] = ChatSupportJudge(self.judge,
                                                      timeout_s=config.entailment.timeout_s)

@@ -42,12 +42,15 @@ from actors.search import Searcher, SearcherActor
 from reactive_rag.agent import (
     EntailmentJudge,
     EntailmentModel,
+    HandoffActor,
     PlannerActor,
     ReaderActor,
     SelectorActor,
     SufficiencyActor,
+    TaskStarter,
     VerifierActor,
     WriterActor,
+    index_catalogue,
     verify_async,
 )
 from reactive_rag.index import (
@@ -65,6 +68,7 @@ from reactive_rag.judgement import (
     PlannerPolicy,
     SufficiencyJudge,
     SupportJudge,
+    WholeDocumentJudge,
     WriterPolicy,
 )
 from reactive_rag.judgement.offline import (
@@ -95,6 +99,8 @@ from streams import (
     RunResumed,
     RunStarted,
     RunStream,
+    RunUsage,
+    TaskLink,
     follow,
 )
 
@@ -107,6 +113,7 @@ from ._config import (
     research_from,
 )
 from ._placement import EnginePlacements, PlacementSpec
+from ._usage import fold_usage, usage_of
 
 __all__ = ["Citation", "Engine", "EngineSettings", "RunHandle", "RunObserver", "RunResult", "ask"]
 
@@ -149,6 +156,8 @@ class RunResult:
     evidence: Mapping[str, EvidenceChunk]
     events: tuple[Event, ...]
     elapsed_s: float
+    task: TaskLink | None = None
+    """The background task a ``handed_off`` run passed its question to."""
 
     @classmethod
     def from_events(cls, events: Sequence[Event], *, elapsed_s: float | None = None,
@@ -183,7 +192,7 @@ class RunResult:
             elapsed_s = events[-1].ts - events[0].ts
         return cls(run_id=finished.run_id, outcome=finished.outcome, answer=finished.answer,
                    reason=finished.reason, citations=tuple(citations), evidence=evidence,
-                   events=tuple(events), elapsed_s=elapsed_s)
+                   events=tuple(events), elapsed_s=elapsed_s, task=finished.task)
 
     @property
     def answered(self) -> bool:
@@ -192,6 +201,11 @@ class RunResult:
     def count(self, event_type: str) -> int:
         """How many events of one type the run produced (e.g. ``"search.requested"``)."""
         return sum(1 for e in self.events if e.type == event_type)
+
+    @property
+    def usage(self) -> RunUsage:
+        """What the run used: model calls and tokens by role, provider calls, pages."""
+        return usage_of(self.events)
 
 
 class RunHandle:
@@ -342,6 +356,13 @@ class Engine:
             ``{"reranker": {"on": "ray", "num_cpus": 1, "replicas": 2}}``
             (:class:`~actors.RayOptions`), or a started
             :class:`~actors.RayPlacement` (:mod:`reactive_rag.engine._placement`).
+        tasks: starts background summary tasks (e.g.
+            :func:`~reactive_rag.tasks.summary_starter`; or later, :meth:`hand_off_to`):
+            a question asking for one whole document of the run's collections is handed
+            to its summary task and the run ends ``handed_off`` with the task.
+        whole_document: a chat model that decides that hand-off (e.g.
+            :class:`~reactive_rag.judgement.model.ChatWholeDocument`); the offline rules
+            (family ``whole_document``) are its hint and stand in when it fails.
     """
 
     def __init__(
@@ -363,8 +384,12 @@ class Engine:
         scraper: Callable[[], ScraperActor] | None = None,
         observers: Sequence[RunObserver] = (),
         placement: PlacementSpec | None = None,
+        tasks: TaskStarter | None = None,
+        whole_document: WholeDocumentJudge | None = None,
     ) -> None:
         self.index = index if index is not None else CorpusIndex()
+        self._tasks = tasks
+        self._whole_document = whole_document
         self._embedder = embedder
         self._given_embedder = embedder is not None
         self._reranker = reranker
@@ -441,6 +466,14 @@ class Engine:
     def entailment(self) -> SupportJudge | EntailmentModel | None:
         """The model that also judges each claim's support, if one was given or configured."""
         return self._entailment
+
+    def hand_off_to(self, tasks: TaskStarter | None) -> None:
+        """Let runs started from now on hand whole-document questions to ``tasks``.
+
+        For a face whose task manager starts after the engine (the server); ``None``
+        stops hand-offs.
+        """
+        self._tasks = tasks
 
     def close_with(self, close: Callable[[], Awaitable[None]]) -> None:
         """Have :meth:`aclose` also await ``close`` (clients a config built for this engine)."""
@@ -748,12 +781,15 @@ class Engine:
         # a chat writer that fails or stalls: the offline writer answers from the same evidence
         writer_actor = WriterActor(writer, timeout_s=budget.model_call_s,
                                    fallback=offline_writer if self._writer else None)
+        hands_off = self._tasks is not None and (self._judgement.whole_document is not None
+                                                 or self._whole_document is not None)
         actors: list[Actor] = [
             RunController(initial_state(question, mode=mode, budget=budget,
                                         collections=collections, selects=True,
                                         judgement=self._judgement,
                                         credibility=self.credibility,
-                                        model_judges=self._sufficiency is not None)),
+                                        model_judges=self._sufficiency is not None,
+                                        hands_off=hands_off)),
             planner_actor,
             SelectorActor(),
             searcher_actor,
@@ -765,6 +801,11 @@ class Engine:
         ]
         if self._sufficiency is not None:
             actors.append(SufficiencyActor(self._sufficiency, timeout_s=budget.model_call_s))
+        if hands_off and self._tasks is not None:
+            actors.append(HandoffActor(
+                index_catalogue(self.index.document_titles), self._tasks,
+                rule=self._judgement.whole_document, judge=self._whole_document,
+                timeout_s=budget.model_call_s))
         if self._web is not None:
             scraper = self._scraper()
             scraper.timeout_s = budget.tool_call_s
@@ -780,7 +821,7 @@ class Engine:
                      context: RunContext | None = None) -> RunResult:
         t0 = time.perf_counter()
         run = ActorRun(handle.stream, actors, edges=edges, deadline_s=budget.wall_s,
-                       grace_s=budget.finalize_s, elapsed_s=elapsed_s)
+                       grace_s=budget.finalize_s, elapsed_s=elapsed_s, usage=fold_usage)
         try:
             async with run:
                 handle._run = run

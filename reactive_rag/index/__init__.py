@@ -4,7 +4,14 @@ Collections live on disk in generations that switch atomically, so a re-index
 never disturbs a running search; unchanged documents are never re-embedded.
 """
 
-from ._builder import ChunkingConfig, IndexReport, Progress, SyncMode, search_text
+from ._builder import (
+    ChunkingConfig,
+    IndexReport,
+    Progress,
+    SyncMode,
+    document_chunks,
+    search_text,
+)
 from ._collection import (
     Chunk,
     Collection,
@@ -37,7 +44,7 @@ from ._index import (
     multilingual_embedder,
 )
 from ._info import CollectionInfo
-from ._layout import default_root
+from ._layout import default_root, validate_name
 from ._provider import LocalCorpusProvider, chunk_url
 from ._rates import DEFAULT_EMBED_RATE, load_embed_rate, save_embed_rate
 from ._skips import SKIP_REASONS, SkippedFile, SkipReason
@@ -88,6 +95,7 @@ __all__ = [
     "chunk_url",
     "default_embedder",
     "default_root",
+    "document_chunks",
     "fuse",
     "load_embed_rate",
     "load_file",
@@ -98,4 +106,5 @@ __all__ = [
     "search_text",
     "split_chunk_id",
     "stdlib_documents",
+    "validate_name",
 ]

@@ -24,7 +24,7 @@ from ._exceptions import CorpusError, EmbedderMismatch
 from ._layout import FORMAT_VERSION, fsync_dir, generation_dirs, switch_current
 
 __all__ = ["ChunkingConfig", "IndexReport", "Progress", "SyncMode", "build_generation",
-           "document_key", "document_text", "search_text"]
+           "document_chunks", "document_key", "document_text", "search_text"]
 
 #: ``progress(done, total, stage)``; stages: "load" (files, ``index_path`` only), "chunk",
 #: "embed" (first called with ``done=0`` before any passage is embedded), "bm25", "hnsw",
@@ -89,6 +89,17 @@ def document_text(doc: Document) -> str:
     return clean_markup(doc.text)
 
 
+def document_chunks(doc: Document, chunking: ChunkingConfig) -> list[str]:
+    """The chunk texts a document is indexed as (what a storage quota counts before a build)."""
+    pieces = [c.text for c in chunk_text(
+        document_text(doc), target_words=chunking.target_words,
+        overlap_ratio=chunking.overlap_ratio, max_words=chunking.max_words,
+    )]
+    if not pieces and doc.title:
+        pieces = [doc.title]
+    return pieces
+
+
 def _fsync_file(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -123,12 +134,14 @@ def build_generation(
     exact_threshold: int,
     hnsw_ef: int,
     progress: Progress | None = None,
+    remove: frozenset[str] = frozenset(),
 ) -> IndexReport:
     """Build ``gen-N+1`` next to the current one and switch ``CURRENT`` to it.
 
     Must be called under the collection's writer lock. Documents whose content
     hash (title, text, chunking, embedder) matches the previous generation keep
-    their chunks and vectors without re-embedding.
+    their chunks and vectors without re-embedding. ``remove``: ids of previous
+    documents that ``mode="add"`` does not keep (deleting documents).
     """
     t0 = time.perf_counter()
     if mode not in ("sync", "add"):
@@ -170,7 +183,7 @@ def build_generation(
         for doc_id in previous.document_ids():
             if doc_id in incoming:
                 continue
-            if mode == "add" and previous_usable is not None:
+            if mode == "add" and previous_usable is not None and doc_id not in remove:
                 plan.append((None, doc_id, prev_hash[doc_id]))
             else:
                 removed += 1
@@ -205,12 +218,7 @@ def build_generation(
         else:
             assert maybe_doc is not None
             doc = maybe_doc
-            pieces = [c.text for c in chunk_text(
-                document_text(doc), target_words=chunking.target_words,
-                overlap_ratio=chunking.overlap_ratio, max_words=chunking.max_words,
-            )]
-            if not pieces and doc.title:
-                pieces = [doc.title]
+            pieces = document_chunks(doc, chunking)
             for piece in pieces:
                 embed_rows.append(len(texts))
                 embed_texts.append(search_text(doc.title, piece))

@@ -397,6 +397,12 @@ class CorpusIndex:
         with self._borrow(collection) as coll:
             return coll.neighbours(chunk_id, direction, count)
 
+    def document_titles(self, collection: str) -> dict[str, str]:
+        """Title per document id of ``collection``, in index order (what a run may read whole)."""
+        with self._borrow(collection) as coll:
+            return {d: coll.chunk_at(coll.document_span(d)[0]).title
+                    for d in coll.document_ids()}
+
     # ------------------------------------------------------------------ writing
     def index_documents(
         self,
@@ -406,21 +412,23 @@ class CorpusIndex:
         mode: SyncMode = "sync",
         progress: Progress | None = None,
         embedder: EmbedderChoice | None = None,
+        remove: Iterable[str] = (),
     ) -> IndexReport:
         """Build a new generation of ``name`` from ``documents`` and switch to it atomically.
 
         ``mode="sync"``: the collection becomes exactly these documents (others are
-        removed). ``mode="add"``: these documents are added or replaced, others kept.
-        Unchanged documents (same id and content hash) reuse their chunks and
-        vectors: nothing is re-embedded for them. ``embedder``: see
-        :meth:`choose_embedder`; the choice is recorded in the manifest.
+        removed). ``mode="add"``: these documents are added or replaced, others kept
+        except the ids in ``remove``. Unchanged documents (same id and content hash)
+        reuse their chunks and vectors: nothing is re-embedded for them. ``embedder``:
+        see :meth:`choose_embedder`; the choice is recorded in the manifest.
         """
         docs = list(documents)
         return self._index_with(name, docs, self.choose_embedder(name, docs, embedder, mode),
-                                mode=mode, progress=progress)
+                                mode=mode, progress=progress, remove=frozenset(remove))
 
     def _index_with(self, name: str, documents: list[Document], embedder: EmbedderLike, *,
-                    mode: SyncMode, progress: Progress | None) -> IndexReport:
+                    mode: SyncMode, progress: Progress | None,
+                    remove: frozenset[str] = frozenset()) -> IndexReport:
         coll_dir = self._dir(name)
         misses_before = _cache_misses(embedder)
         with writer_lock(coll_dir):
@@ -435,7 +443,7 @@ class CorpusIndex:
                 report = build_generation(
                     coll_dir, name, documents, previous=previous, embedder=embedder,
                     chunking=self.chunking, mode=mode, exact_threshold=self.exact_threshold,
-                    hnsw_ef=self.hnsw_ef, progress=progress,
+                    hnsw_ef=self.hnsw_ef, progress=progress, remove=remove,
                 )
             finally:
                 if previous is not None:

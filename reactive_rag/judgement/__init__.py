@@ -55,12 +55,19 @@ from ._verdicts import (
     limits_note,
     partial_note,
 )
+from ._whole_document import (
+    DocumentRef,
+    WholeDocumentCheck,
+    WholeDocumentJudge,
+    WholeDocumentRequest,
+)
 
 __all__ = [
     "Answerability",
     "AnswerabilityJudge",
     "ConflictCheck",
     "Decision",
+    "DocumentRef",
     "Draft",
     "FlaggedHit",
     "FollowupRewriter",
@@ -89,6 +96,9 @@ __all__ = [
     "SupportVerdict",
     "Turn",
     "Verdict",
+    "WholeDocumentCheck",
+    "WholeDocumentJudge",
+    "WholeDocumentRequest",
     "WriterBase",
     "WriterHooks",
     "WriterPolicy",

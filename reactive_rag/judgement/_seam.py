@@ -24,6 +24,7 @@ from actors.rerank import Credibility
 from streams import Conflict, ConflictDetected, EvidenceChunk, Hit, KeyPoint
 
 from ._verdicts import AnswerabilityJudge, SpamVerdict, StaleVerdict
+from ._whole_document import WholeDocumentCheck
 
 __all__ = [
     "ConflictCheck",
@@ -119,6 +120,9 @@ class Judgement:
         points: key points of each round's evidence; off: the planner sees no points.
         followups: a conversation's follow-up read as a standalone question (used by
             :mod:`reactive_rag.conversation`, not by the machine); off: asked as written.
+        whole_document: which document, if any, a question asks for whole (used by the
+            hand-off actor, which lists the collections' documents; not by the machine);
+            off: no question is handed to the background summary task by the rules.
     """
 
     sufficiency: AnswerabilityJudge | None = None
@@ -127,3 +131,4 @@ class Judgement:
     stale: StaleCheck | None = None
     points: PointCompressor | None = None
     followups: FollowupRewriter | None = None
+    whole_document: WholeDocumentCheck | None = None

@@ -5,7 +5,7 @@
 """
 
 from ._http import MCP_PATH, mount_mcp
-from ._stdio import LOCAL_TENANT, local_scope, serve_stdio
+from ._stdio import LOCAL_TENANT, local_scope, local_writer, serve_stdio
 from ._tools import (
     CitationOut,
     ReadResult,
@@ -29,6 +29,7 @@ __all__ = [
     "ToolScope",
     "build_mcp_server",
     "local_scope",
+    "local_writer",
     "mount_mcp",
     "serve_stdio",
 ]

@@ -30,7 +30,14 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from reactive_rag.engine import Mode, RunHandle
-from reactive_rag.server import CONFIG_KEY, CORPUS_TASK_KEY, MANAGER_KEY, request_tenant
+from reactive_rag.server import (
+    COLLECTION_WRITER,
+    CONFIG_KEY,
+    CORPUS_TASK_KEY,
+    MANAGER_KEY,
+    TASK_MANAGER,
+    request_tenant,
+)
 
 from ._asgi import serve_asgi
 from ._tools import ToolScope, build_mcp_server
@@ -77,7 +84,10 @@ def mount_mcp(app: web.Application) -> None:
 
         scope = ToolScope(tenant=tenant, engine=runs.engine_for(tenant.name),
                           defaults=config.default_collections, start=start,
-                          building=request.app.get(CORPUS_TASK_KEY))
+                          building=request.app.get(CORPUS_TASK_KEY),
+                          prices=config.usage.prices,
+                          writer=request.app.get(COLLECTION_WRITER),
+                          tasks=request.app.get(TASK_MANAGER))
         return await serve_asgi(request, sessions.handle_request, scope={_SCOPE_KEY: scope})
 
     for method in ("GET", "POST", "DELETE"):

@@ -1,4 +1,5 @@
-"""The three MCP tools — ``research``, ``search``, ``read`` — over an :class:`~reactive_rag.Engine`.
+"""The MCP tools — ``research``, ``search``, ``read`` — over an :class:`~reactive_rag.Engine`
+(and the collection tools of :mod:`._collection_tools`).
 
 Each call first resolves its :class:`ToolScope` (who is calling, what they may search,
 how their runs start): stdio has one local scope, the HTTP endpoint one per tenant.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -21,7 +22,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field, ValidationError
 
 from actors.providers import ProviderError
-from reactive_rag.engine import Engine, Mode, RunHandle, RunResult
+from reactive_rag.engine import Engine, Mode, PriceTable, RunHandle, RunResult, usage_json
 from reactive_rag.index import (
     Chunk,
     ChunkNotFound,
@@ -30,10 +31,19 @@ from reactive_rag.index import (
     LocalCorpusProvider,
 )
 from reactive_rag.run import RunConfigError
-from reactive_rag.server import Problem, RunRequest, Tenant, resolve_collections
+from reactive_rag.server import (
+    CollectionWriter,
+    Problem,
+    RunRequest,
+    Tenant,
+    resolve_collections,
+)
+from reactive_rag.tasks import TaskManager
 from streams import AsyncSubscriber, Event, OverflowPolicy, RunStarted
 
+from ._collection_tools import add_collection_tools
 from ._progress import progress_message
+from ._summarize import add_summarize_tool
 
 __all__ = ["CitationOut", "ReadResult", "ResearchAnswer", "SearchHitOut", "SearchResult",
            "StartRun", "ToolScope", "build_mcp_server"]
@@ -53,6 +63,10 @@ class ToolScope:
         start: how this caller's runs start (the engine itself, or the server's run manager).
         building: the default corpus being indexed, if it is (calls then answer "not ready").
         mode: the mode of a research call that names none.
+        prices: the price table a run's cost is estimated with (the server's ``[usage]``).
+        writer: collection writes (the server's rules and tasks); None: read-only tools.
+        local_files: ``add_documents`` may read file paths (stdio: the caller's own files).
+        tasks: background tasks (the ``summarize`` tool); None: that tool says so.
     """
 
     tenant: Tenant
@@ -61,6 +75,10 @@ class ToolScope:
     start: StartRun
     building: asyncio.Task[bool] | None = None
     mode: Mode = "agent"
+    prices: PriceTable = field(default_factory=PriceTable)
+    writer: CollectionWriter | None = None
+    local_files: bool = False
+    tasks: TaskManager | None = None
 
     def collections(self, requested: Sequence[str] | None) -> tuple[str, ...]:
         """The collections a call may use (the HTTP API's rules); ToolError otherwise."""
@@ -99,7 +117,7 @@ class ResearchAnswer(BaseModel):
     run_id: str
     mode: str = Field(description="agent or rag")
     outcome: str = Field(description="answered, answered_from_evidence, partial, no_evidence, "
-                                     "degraded, cancelled or failed")
+                                     "degraded, cancelled, failed or handed_off")
     answer: str
     reason: str
     citations: list[CitationOut]
@@ -109,6 +127,12 @@ class ResearchAnswer(BaseModel):
     evidence: int
     elapsed_s: float
     budget: dict[str, Any] = Field(description="the limits the run ran under")
+    usage: dict[str, Any] = Field(default_factory=dict,
+                                  description="model calls and tokens by role, provider calls, "
+                                              "pages, wall time and the estimated cost")
+    task: dict[str, Any] | None = Field(
+        default=None, description="a handed_off run's background summary task: {task_id, "
+                                  "kind, link, collection, doc_id}")
 
 
 class SearchHitOut(BaseModel):
@@ -181,7 +205,8 @@ def build_mcp_server(scope_of: ScopeOf, *, name: str = "reactive-rag") -> MCPSer
         except RunConfigError as exc:
             raise ToolError(str(exc)) from None
         result = await _follow(handle, ctx)
-        answer = _answer(result)
+        answer = _answer(result).model_copy(
+            update={"usage": usage_json(result.usage, scope.prices)})
         return CallToolResult(content=[TextContent(type="text", text=_render(answer))],
                               structured_content=answer.model_dump(mode="json"))
 
@@ -213,6 +238,8 @@ def build_mcp_server(scope_of: ScopeOf, *, name: str = "reactive-rag") -> MCPSer
     server.add_tool(research, structured_output=True)
     server.add_tool(search)
     server.add_tool(read)
+    add_collection_tools(server, scope_of)
+    add_summarize_tool(server, scope_of)
     return server
 
 
@@ -268,7 +295,8 @@ def _answer(result: RunResult) -> ResearchAnswer:
         tool_calls=sum(result.count(t) for t in ("search.requested", "read.requested",
                                                  "scrape.requested")),
         evidence=len(result.evidence), elapsed_s=round(result.elapsed_s, 3),
-        budget=_limits(started))
+        budget=_limits(started),
+        task=result.task.model_dump() if result.task is not None else None)
 
 
 def _limits(started: RunStarted | None) -> dict[str, Any]:

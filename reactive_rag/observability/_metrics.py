@@ -8,12 +8,14 @@ from the live runs' actor statistics when the registry is scraped.
 
 Labels are bounded and carry no tenant data: outcomes, tool and actor names,
 provider names, request types, and a subscriber's kind (its name up to the
-first ``:``, so no run id becomes a label).
+first ``:``, so no run id becomes a label). The one exception is opt-in: given
+``tenant_of`` (the server's ``[usage] tenant_metrics``), the ``reactive_rag_usage_*``
+counters, read from each ``run.finished``'s usage, carry a ``tenant`` label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from prometheus_client import (
@@ -39,6 +41,7 @@ from streams import (
     RunFinished,
     RunResumed,
     RunStream,
+    RunUsage,
     SubscriberDetached,
     request_info,
 )
@@ -70,11 +73,36 @@ class RunMetrics:
 
     Args:
         registry: where the metrics live (default: a registry of their own).
+        tenant_of: run id -> its tenant; given, the usage counters are labelled by
+            tenant (an operator's choice: tenant names then appear in every scrape).
+        cost: a run's estimated cost by the operator's price table (default: none counted).
     """
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, registry: CollectorRegistry | None = None, *,
+                 tenant_of: Callable[[str], str] | None = None,
+                 cost: Callable[[RunUsage], float] | None = None) -> None:
         self.registry = registry if registry is not None else CollectorRegistry()
         reg = self.registry
+        self.tenant_of = tenant_of
+        self.cost = cost
+        by = ["tenant"] if tenant_of is not None else []
+        self.usage_model_calls = Counter("reactive_rag_usage_model_calls",
+                                         "Model calls of finished runs", [*by, "role"],
+                                         registry=reg)
+        self.usage_tokens = Counter("reactive_rag_usage_tokens",
+                                    "Tokens model servers reported for finished runs",
+                                    [*by, "role", "type"], registry=reg)
+        self.usage_provider_calls = Counter("reactive_rag_usage_provider_calls",
+                                            "Search provider calls of finished runs",
+                                            [*by, "provider"], registry=reg)
+        self.usage_pages = Counter("reactive_rag_usage_pages", "Pages scraped by finished runs",
+                                   by, registry=reg)
+        self.usage_page_bytes = Counter("reactive_rag_usage_page_bytes",
+                                        "UTF-8 bytes of the pages finished runs scraped", by,
+                                        registry=reg)
+        self.usage_cost = Counter("reactive_rag_usage_estimated_cost",
+                                  "Estimated cost of finished runs by the price table "
+                                  "(its currency)", by, registry=reg)
         self.runs_started = Counter("reactive_rag_runs_started", "Runs started (or resumed)",
                                     ["kind"], registry=reg)
         self.runs = Counter("reactive_rag_runs", "Runs finished, by outcome", ["outcome"],
@@ -133,6 +161,7 @@ class _RunFeed:
     def __init__(self, metrics: RunMetrics, run: _Measured) -> None:
         self._m = metrics
         self._run_id = run.run_id
+        self._by = () if metrics.tenant_of is None else (metrics.tenant_of(run.run_id),)
         self._started: float | None = None
         self._used_before = 0.0  # a resumed run's time before its crash
         self._calls: dict[int, tuple[RequestInfo, float]] = {}  # request seq -> (what, ts)
@@ -184,10 +213,31 @@ class _RunFeed:
         elif isinstance(event, SubscriberDetached):
             m.detaches.labels(event.subscriber.partition(":")[0]).inc()
         elif isinstance(event, RunFinished):
+            if event.usage is not None:
+                self._count_usage(event.usage)
             m.runs.labels(event.outcome).inc()
             elapsed = self._used_before + max(0.0, event.ts - self._started)
             m.run_duration.labels(event.outcome).observe(elapsed)
             self._close()
+
+
+    def _count_usage(self, usage: RunUsage) -> None:
+        m, by = self._m, self._by
+        for mu in usage.models:
+            m.usage_model_calls.labels(*by, mu.role).inc(mu.calls)
+            m.usage_tokens.labels(*by, mu.role, "input").inc(mu.input_tokens)
+            m.usage_tokens.labels(*by, mu.role, "output").inc(mu.output_tokens)
+        for provider, n in usage.provider_calls.items():
+            m.usage_provider_calls.labels(*by, provider).inc(n)
+        if by:  # (a counter without labels is a child of its own: .labels() refuses)
+            m.usage_pages.labels(*by).inc(usage.pages)
+            m.usage_page_bytes.labels(*by).inc(usage.page_bytes)
+        else:
+            m.usage_pages.inc(usage.pages)
+            m.usage_page_bytes.inc(usage.page_bytes)
+        if m.cost is not None:
+            cost = m.cost(usage)
+            (m.usage_cost.labels(*by) if by else m.usage_cost).inc(cost)
 
 
 class _MailboxCollector:

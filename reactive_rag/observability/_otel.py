@@ -15,7 +15,7 @@ without it the module imports, and :class:`RunTracer` says what is missing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -89,15 +89,19 @@ class RunTracer:
     Args:
         tracer_provider: where spans go (default: the global provider, which
             does nothing until the application installs an SDK).
-        record_content: also record the question and search queries (off by
-            default: they are user content, as the GenAI conventions treat prompts).
+        record_content: also record the question, search queries and the free-text
+            reasons of notes (which may quote them); off by default: they are user
+            content, as the GenAI conventions treat prompts.
+        attributes: more attributes of a run's root span, from its run id (the
+            server adds the run's tenant).
 
     Raises:
         ImportError: the ``otel`` extra (opentelemetry-api) is not installed.
     """
 
     def __init__(self, tracer_provider: TracerProvider | None = None, *,
-                 record_content: bool = False) -> None:
+                 record_content: bool = False,
+                 attributes: Callable[[str], Mapping[str, Any]] | None = None) -> None:
         try:
             from opentelemetry import trace
         except ImportError as exc:  # pragma: no cover - the dev install has it
@@ -105,6 +109,7 @@ class RunTracer:
                               "pip install 'reactive-rag[otel]'") from exc
         self._tracer = trace.get_tracer("reactive_rag", tracer_provider=tracer_provider)
         self.record_content = record_content
+        self._attributes = attributes
 
     def __call__(self, run: _Traced) -> abc.DisposableBase:
         """Trace a starting run (the :data:`~reactive_rag.RunObserver` shape)."""
@@ -112,7 +117,8 @@ class RunTracer:
 
     def trace(self, stream: RunStream) -> abc.DisposableBase:
         """Trace the events ``stream`` publishes from now on; dispose to stop."""
-        spans = _RunSpans(self._tracer, stream.run_id, self.record_content)
+        extra = self._attributes(stream.run_id) if self._attributes is not None else {}
+        spans = _RunSpans(self._tracer, stream.run_id, self.record_content, extra)
         return stream.subscribe(spans.on_event, name=f"otel:{stream.run_id}")
 
 
@@ -131,7 +137,8 @@ class _Open:
 class _RunSpans:
     """The spans of one run, built event by event (all state lives here)."""
 
-    def __init__(self, tracer: Tracer, run_id: str, record_content: bool) -> None:
+    def __init__(self, tracer: Tracer, run_id: str, record_content: bool,
+                 extra: Mapping[str, Any]) -> None:
         from opentelemetry import trace
         from opentelemetry.trace import StatusCode
 
@@ -140,6 +147,7 @@ class _RunSpans:
         self._tracer = tracer
         self._run_id = run_id
         self._content = record_content
+        self._extra = dict(extra)
         self._root: Span | None = None
         self._step: Span | None = None
         self._open: dict[int, _Open] = {}  # request seq -> its span
@@ -178,7 +186,7 @@ class _RunSpans:
 
     def _start_root(self, event: Event) -> None:
         attrs: dict[str, Any] = {OPERATION: "invoke_agent", AGENT_NAME: "reactive_rag",
-                                 "reactive_rag.run_id": self._run_id}
+                                 "reactive_rag.run_id": self._run_id, **self._extra}
         if isinstance(event, RunStarted):
             attrs["reactive_rag.mode"] = event.mode
             attrs["reactive_rag.collections"] = list(event.collections)
@@ -213,10 +221,12 @@ class _RunSpans:
     def _note(self, event: Event) -> None:
         span = self._step if self._step is not None else self._root
         assert span is not None
-        attrs = {k: v for k, v in event.model_dump(
-            include={"call_id", "tool", "reason", "kind", "resource", "provider", "state",
-                     "subscriber", "from_mode", "to_mode", "detail"}).items()
-            if isinstance(v, str | int | float) and v != ""}
+        fields = {"call_id", "tool", "kind", "resource", "provider", "state", "subscriber",
+                  "from_mode", "to_mode"}
+        if self._content:  # free text that may quote the asker's queries ("search 'x' ...")
+            fields |= {"reason", "detail"}
+        attrs = {k: v for k, v in event.model_dump(include=fields).items()
+                 if isinstance(v, str | int | float) and v != ""}
         span.add_event(event.type, attributes=attrs, timestamp=_ns(event))
 
     def _reply(self, opened: _Open, event: Event) -> None:

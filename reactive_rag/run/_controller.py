@@ -25,6 +25,7 @@ from streams import (
     AnswerDrafted,
     AnswerRequested,
     Event,
+    HandoffRequested,
     PlanRequested,
     ReadFailed,
     ReadRequested,
@@ -46,7 +47,7 @@ __all__ = ["RunController"]
 
 _TOOL_REQUESTS = (SearchRequested, ReadRequested, ScrapeRequested, RerankRequested)
 _REQUESTS = (*_TOOL_REQUESTS, PlanRequested, SelectionRequested, AnswerabilityRequested,
-             AnswerRequested)
+             AnswerRequested, HandoffRequested)
 """Commands another actor answers: issued again on resume only while the machine waits."""
 _ENVELOPE = {"run_id": "", "seq": 0, "ts": 0.0, "actor": "", "cause": None}
 
@@ -58,7 +59,7 @@ class RunController(Actor):
     handles = (
         "run.started", "plan.decided", "search.completed", "search.failed", "read.completed",
         "read.failed", "page.scraped", "scrape.failed", "rerank.completed", "rerank.failed",
-        "evidence.selected", "answerability.judged",
+        "evidence.selected", "answerability.judged", "handoff.decided",
         "answer.drafted", "answer.verified", "verify.failed", "budget.exhausted", "actor.failed",
         "run.resumed",
     )
@@ -96,7 +97,7 @@ class RunController(Actor):
         for command in commands:
             if isinstance(command, Finish):
                 ctx.finish(command.outcome, reason=command.reason, answer=command.answer,
-                           claims=command.claims)
+                           claims=command.claims, task=command.task)
                 return
             self._emit(command, ctx, cause)
 
@@ -198,6 +199,8 @@ class RunController(Actor):
             return []
 
         match state.phase:
+            case Phase.ROUTING:
+                return latest(HandoffRequested, ours)
             case Phase.PLANNING:
                 return latest(PlanRequested, ours)
             case Phase.ACTING:

@@ -61,6 +61,8 @@ from streams import (
     ExtensionRefusal,
     Feedback,
     FeedbackKind,
+    HandoffDecided,
+    HandoffRequested,
     Hit,
     KeyPoint,
     LoopDetected,
@@ -87,6 +89,7 @@ from streams import (
     SearchFilters,
     SearchRequested,
     SelectionRequested,
+    TaskLink,
     ToolCall,
     ToolRejected,
     VerifyFailed,
@@ -127,6 +130,7 @@ class Phase(enum.Enum):
     """Where a run is; ``DONE`` never changes."""
 
     PENDING = "pending"  # created; run.started not seen yet
+    ROUTING = "routing"  # handoff.requested is out: does the question need a whole document?
     PLANNING = "planning"  # a plan.requested is out; waiting for plan.decided
     ACTING = "acting"  # tool calls (or their reranks) are in flight
     SELECTING = "selecting"  # the final rerank shortlists the evidence against the question
@@ -179,6 +183,7 @@ class Finish:
     reason: str = ""
     answer: str = ""
     claims: tuple[Claim, ...] = ()
+    task: TaskLink | None = None  # a ``handed_off`` run's background task
 
 
 Command = Event | Finish
@@ -245,6 +250,7 @@ class RunState:
     round_recalls: int = 0  # recall calls answered in this round
     context_tokens: int = 0  # what the planner was shown in its latest turn (plan.decided)
     extended: bool = False  # the run's one budget extension was granted
+    hands_off: bool = False  # asks first whether a background task should take the question
     judgement: Judgement = field(default_factory=Judgement, compare=False)
     credibility: Credibility | None = field(default=None, compare=False)
 
@@ -272,8 +278,13 @@ def initial_state(
     judgement: Judgement | None = None,
     credibility: Credibility | None = None,
     model_judges: bool = False,
+    hands_off: bool = False,
 ) -> RunState:
     """A fresh run waiting for its ``run.started``.
+
+    ``hands_off``: before anything else the run asks (``handoff.requested``) whether
+    its question needs a whole document read; if a background task took it, the run
+    ends ``handed_off`` with that task, otherwise it goes on as usual.
 
     ``judgement``: the decisions about text the machine delegates (default: none,
     every family off); the engine passes the offline or model-backed ones.
@@ -289,7 +300,8 @@ def initial_state(
     return RunState(mode=mode, question=question, budget=budget or Budget(),
                     collections=tuple(collections), selects=selects,
                     judgement=judgement or Judgement(),
-                    credibility=credibility, model_judges=model_judges)
+                    credibility=credibility, model_judges=model_judges,
+                    hands_off=hands_off)
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -366,14 +378,16 @@ def step(state: RunState, event: Event) -> _Step:
         mode: Literal["agent", "rag"] = "rag" if event.mode == "rag" else "agent"
         state = replace(state, question=event.question, mode=mode, started_ts=event.ts,
                         now=event.ts, collections=event.collections or state.collections)
-        if mode == "rag":
-            state = replace(state, queue=(ToolCall(id="rag-1", tool="search",
-                                                   args={"query": event.question}),))
-            return _dispatch(state, out)
-        return _request_plan(state, out)
+        if state.hands_off:
+            out.append(HandoffRequested(collections=state.collections))
+            return replace(state, phase=Phase.ROUTING), out
+        return _begin(state, out)
 
     if state.phase is Phase.PENDING:
         raise IllegalTransition(f"{event.type} before run.started")
+
+    if state.phase is Phase.ROUTING and not isinstance(event, RunResumed):
+        return _on_routing(state, event, out)
 
     if isinstance(event, RunResumed):
         # Resumed after a crash: the time used before it counts, the downtime does not.
@@ -405,6 +419,36 @@ def step(state: RunState, event: Event) -> _Step:
             return _on_writing(state, event, out)
         case Phase.VERIFYING:
             return _on_verifying(state, event, out)
+    return state, out
+
+
+def _begin(state: RunState, out: list[Command]) -> _Step:
+    """Start answering: one-shot retrieval (rag) or the agent's first plan."""
+    if state.mode == "rag":
+        state = replace(state, queue=(ToolCall(id="rag-1", tool="search",
+                                               args={"query": state.question}),))
+        return _dispatch(state, out)
+    return _request_plan(state, out)
+
+
+def _on_routing(state: RunState, event: Event, out: list[Command]) -> _Step:
+    """A background task took the question (the run ends ``handed_off``), or nothing did."""
+    if isinstance(event, HandoffDecided):
+        if event.task is not None:
+            title = event.title or event.task.doc_id
+            where = f" ({event.task.link})" if event.task.link else ""
+            answer = (f"正在后台总结整篇“{title}”：任务 {event.task.task_id}{where}。"
+                      if text_language(state.question) == "zh" else
+                      f"The whole of {title!r} is being summarised in the background: "
+                      f"task {event.task.task_id}{where}.")
+            return _done(state, Finish(
+                "handed_off", reason=event.reason or "the question needs the whole document",
+                answer=answer, task=event.task), out)
+        return _begin(state, out)
+    if isinstance(event, ActorFailed) and event.request_type == "handoff.requested":
+        return _begin(state, out)
+    if isinstance(event, BudgetExhausted) and event.actor != "controller":
+        return _exhausted(state, event.resource, out, announce=False)
     return state, out
 
 

@@ -16,6 +16,9 @@ from ._app import (
 )
 from ._auth import Authenticator, Tenant, hash_token
 from ._bind import BindError, bind_listener
+from ._caps import TenantCaps
+from ._collection_config import CollectionWritesConfig
+from ._collection_writes import COLLECTION_WRITER, DocumentIn, json_documents
 from ._config import (
     DEFAULT_TENANT,
     EntailmentConfig,
@@ -26,32 +29,42 @@ from ._config import (
 )
 from ._exceptions import ConfigError, Problem, RateLimited, ServerError
 from ._feed import EventFeed, FeedStats
+from ._indexing import INDEX_KIND, CollectionWriter
 from ._models import RunRequest
 from ._openapi import openapi_document
 from ._problems import PROBLEM_CODES, ProblemAppRunner
 from ._redact import RedactingAccessLogger
 from ._requests import CORPUS_TASK_KEY, resolve_collections
+from ._retention import RetentionSweeper
+from ._retention_config import RetentionConfig
 from ._runs import ActiveRun, RunManager
 from ._serve import serve
 from ._sessions import SESSIONS_KEY, SessionManager, SessionRequest
 from ._sse import KEEP_ALIVE, ClientGone, SseWriter
+from ._tasks import TASK_MANAGER, task_view
 
 __all__ = [
     "AUTH_KEY",
+    "COLLECTION_WRITER",
     "CONFIG_KEY",
     "CORPUS_TASK_KEY",
     "DEFAULT_TENANT",
     "ENGINE_KEY",
+    "INDEX_KIND",
     "KEEP_ALIVE",
     "MANAGER_KEY",
     "PROBLEM_CODES",
     "SESSIONS_KEY",
     "STORE_KEY",
+    "TASK_MANAGER",
     "ActiveRun",
     "Authenticator",
     "BindError",
     "ClientGone",
+    "CollectionWriter",
+    "CollectionWritesConfig",
     "ConfigError",
+    "DocumentIn",
     "EntailmentConfig",
     "EventFeed",
     "FeedStats",
@@ -60,6 +73,8 @@ __all__ = [
     "RateLimited",
     "RedactingAccessLogger",
     "ReplicasConfig",
+    "RetentionConfig",
+    "RetentionSweeper",
     "RunManager",
     "RunRequest",
     "ServerConfig",
@@ -68,14 +83,17 @@ __all__ = [
     "SessionRequest",
     "SseWriter",
     "Tenant",
+    "TenantCaps",
     "TenantConfig",
     "bind_listener",
     "create_app",
     "default_store_path",
     "hash_token",
+    "json_documents",
     "make_store",
     "openapi_document",
     "request_tenant",
     "resolve_collections",
     "serve",
+    "task_view",
 ]

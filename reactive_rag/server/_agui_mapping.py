@@ -272,11 +272,13 @@ class AguiMapper:
                                      code=event.outcome)
         else:
             result = RunResult.from_events([*self._registered, event])
+            ended: dict[str, Any] = {"outcome": event.outcome, "answer": event.answer,
+                                     "citations": [c.to_json() for c in result.citations],
+                                     "reason": event.reason}
+            if event.task is not None:  # handed_off: the background task that goes on
+                ended["task"] = event.task.model_dump()
             terminal = RunFinishedEvent(
-                thread_id=self.thread_id, run_id=self.run_id,
-                result={"outcome": event.outcome, "answer": event.answer,
-                        "citations": [c.to_json() for c in result.citations],
-                        "reason": event.reason},
+                thread_id=self.thread_id, run_id=self.run_id, result=ended,
                 outcome=RunFinishedCancelledOutcome() if event.outcome == "cancelled" else None)
         self._terminal = terminal
         return [*out, terminal]

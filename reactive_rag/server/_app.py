@@ -22,8 +22,17 @@ from typing import Any, cast
 from aiohttp import WSCloseCode, web
 from pydantic import ValidationError
 
-from reactive_rag.engine import Engine, EngineConfig, Research, RunResult, assemble, research_from
-from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex
+from reactive_rag.engine import (
+    Engine,
+    EngineConfig,
+    Research,
+    RunResult,
+    assemble,
+    research_from,
+    usage_json,
+    usage_of,
+)
+from reactive_rag.index import STDLIB_COLLECTION, CorpusIndex, default_root
 from reactive_rag.observability import RunMetrics
 from reactive_rag.run import RunConfigError
 from reactive_rag.store import (
@@ -40,6 +49,7 @@ from streams import Event, RunFinished, RunStarted
 from ._agui import agui_openapi_paths, agui_routes
 from ._asyncapi import asyncapi_openapi_paths, asyncapi_routes
 from ._auth import Authenticator
+from ._collection_writes import mount_collection_writes
 from ._collections import collection_openapi_paths, collection_routes
 from ._config import ServerConfig
 from ._dispatch import EngineFactory, ReplicaDispatcher
@@ -47,6 +57,7 @@ from ._exceptions import ConfigError
 from ._models import RunRequest
 from ._openai_face import openai_openapi_paths, openai_routes
 from ._openapi import openapi_document
+from ._owners import owner_lookup
 from ._problems import make_problem, problem_middleware
 from ._redact import RedactingAccessLogger, install_log_redaction
 from ._requests import (
@@ -65,10 +76,13 @@ from ._requests import (
     run_links,
     scoped_collections,
 )
+from ._retention import RetentionSweeper, retention_openapi_paths, retention_routes
 from ._runs import RunManager
 from ._sessions import SESSIONS_KEY, SessionManager, session_routes
 from ._sse import serve_sse
 from ._tasks import mount_tasks, task_openapi_paths
+from ._tracing import close_traces, configure_traces, open_traces
+from ._usage_routes import usage_metrics, usage_openapi_paths, usage_routes
 from ._ws import check_handshake, serve_ws
 
 __all__ = [
@@ -175,7 +189,7 @@ async def get_run(request: web.Request) -> web.Response:
     await request.app[MANAGER_KEY].settle(run_id)
     record = await store.get_run(run_id, tenant.name)
     body = _summary(record)
-    body.update(answer="", reason="", citations=[], collections=[])
+    body.update(answer="", reason="", citations=[], collections=[], task=None)
     replay = cast(AsyncGenerator[Event, None], store.events(run_id, tenant=tenant.name))
     async with contextlib.aclosing(replay) as stored:
         events = [event async for event in stored]
@@ -184,7 +198,9 @@ async def get_run(request: web.Request) -> web.Response:
     if events and isinstance(events[-1], RunFinished):
         result = RunResult.from_events(events)
         body.update(answer=result.answer, reason=result.reason,
-                    citations=[c.to_json() for c in result.citations])
+                    citations=[c.to_json() for c in result.citations],
+                    task=result.task.model_dump() if result.task is not None else None)
+    body["usage"] = usage_json(usage_of(events), request.app[CONFIG_KEY].usage.prices)
     return web.json_response(body)
 
 
@@ -269,7 +285,8 @@ async def readyz(request: web.Request) -> web.Response:
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
-    """Prometheus text format; unauthenticated like /readyz (no tenant data in it)."""
+    """Prometheus text format; unauthenticated like /readyz (no tenant data in it, unless
+    ``[usage] tenant_metrics`` labels the usage counters by tenant)."""
     body, content_type = request.app[METRICS_KEY].exposition()
     return web.Response(body=body, headers={"Content-Type": content_type})
 
@@ -280,7 +297,8 @@ async def openapi(request: web.Request) -> web.Response:
     return web.json_response(openapi_document(
         extra_paths={**task_openapi_paths(), **collection_openapi_paths(),
                      **openai_openapi_paths(), **agui_openapi_paths(),
-                     **asyncapi_openapi_paths()},
+                     **asyncapi_openapi_paths(), **usage_openapi_paths(),
+                     **retention_openapi_paths()},
         open_mode=open_mode))
 
 
@@ -359,17 +377,21 @@ def create_app(config: ServerConfig | None = None, *, engine: Engine | None = No
 
     Raises:
         ConfigError: a tenant's ``[search]`` or ``[chat]`` cannot be used (see
-            :func:`build_research`); nothing has been opened.
+            :func:`build_research`), or ``[observability]`` names a header variable
+            that is not set; nothing has been opened.
     """
     config = config or ServerConfig()
     research = build_research(config, env)
     app = web.Application(middlewares=[problem_middleware],
                           client_max_size=config.max_body_bytes)
     app[CONFIG_KEY] = config
-    app[AUTH_KEY] = Authenticator(config.effective_tenants, open_mode=config.open_mode)
+    index_root = engine.index.root if engine is not None else config.index_root or default_root()
+    app[AUTH_KEY] = Authenticator(config.effective_tenants, open_mode=config.open_mode,
+                                  owner_of=owner_lookup(index_root))  # API-made collections
     app[WEBSOCKETS_KEY] = set()
     app[INTERRUPTED_KEY] = []
-    app[METRICS_KEY] = RunMetrics()
+    app[METRICS_KEY] = usage_metrics(app, config)
+    configure_traces(app, config, env)  # [observability]: refused here, before anything opens
     app.add_routes(routes)
     app.add_routes(session_routes)
     _mount_extras(app)
@@ -408,12 +430,15 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: ServerStore |
             await _start_dispatcher(dispatcher, keeper, run_store)
         manager = RunManager(run_engine, run_store, engines=tenant_engines, health=keeper,
                              recorder_options={"retry_window_s": config.store_retry_s},
-                             observers=[app[METRICS_KEY]], dispatcher=dispatcher)
+                             observers=[app[METRICS_KEY], *open_traces(app)],
+                             dispatcher=dispatcher)
         app[LEASE_KEY] = keeper
         app[STORE_KEY] = run_store
         app[ENGINE_KEY] = run_engine
         app[MANAGER_KEY] = manager
         sessions = app[SESSIONS_KEY] = SessionManager.for_config(run_store, manager, config).start()
+        retention = RetentionSweeper(run_store, config.retention,
+                                     config.effective_tenants).start()
         if config.resume_interrupted and interrupted:
             resumed = await manager.resume_all(interrupted, app[AUTH_KEY].tenant)
             log.info("resumed %d of %d interrupted run(s)", len(resumed), len(interrupted))
@@ -443,6 +468,8 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: ServerStore |
                     await building
             await manager.aclose()  # every tenant's runs, whichever engine runs them
             await sessions.aclose()  # their turns saved before the store closes
+            await retention.aclose()
+            await close_traces(app)  # the ended runs' last spans sent to the collector
             await keeper.aclose()
             if own_engine:  # tenant engines share the index: closed only when it is ours
                 for tenant_engine in tenant_engines.values():
@@ -480,7 +507,8 @@ def _mount_extras(app: web.Application) -> None:
     add_web_routes(app)
     app.add_routes(collection_routes)
     mount_tasks(app)
-    for face in (openai_routes, agui_routes, asyncapi_routes):
+    mount_collection_writes(app)  # after the tasks: its writer registers a task kind
+    for face in (openai_routes, agui_routes, asyncapi_routes, usage_routes, retention_routes):
         app.add_routes(face)
 
 

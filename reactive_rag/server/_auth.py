@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from aiohttp import web
@@ -19,7 +19,14 @@ from ._config import TenantConfig
 from ._exceptions import Problem
 from ._problems import PROBLEM_CODES
 
-__all__ = ["Authenticator", "Tenant", "hash_token"]
+__all__ = ["Authenticator", "OwnerOf", "Tenant", "hash_token"]
+
+OwnerOf = Callable[[str], str | None]
+"""The tenant that created a collection over the API (None: an operator's collection)."""
+
+
+def _no_owners(_collection: str) -> str | None:
+    return None
 
 
 def hash_token(token: str) -> str:
@@ -33,10 +40,18 @@ class Tenant:
 
     name: str
     config: TenantConfig
+    owner_of: OwnerOf = _no_owners
 
     def allows(self, collection: str) -> bool:
-        """True if this tenant may search ``collection``."""
-        return self.config.allows(collection)
+        """True if this tenant may search ``collection``.
+
+        Another tenant's collection only when the config names it (``"*"`` does
+        not reach it): shared read-only. Its own collections always.
+        """
+        owner = self.owner_of(collection)
+        if owner is None:
+            return self.config.allows(collection)
+        return owner == self.name or collection in self.config.collections
 
 
 class Authenticator:
@@ -45,10 +60,12 @@ class Authenticator:
     Args:
         tenants: the tenants table.
         open_mode: no authentication; every request is the only tenant.
+        owner_of: who created each collection over the API (default: nobody).
     """
 
-    def __init__(self, tenants: Mapping[str, TenantConfig], *, open_mode: bool) -> None:
-        self._tenants = {name: Tenant(name, cfg) for name, cfg in tenants.items()}
+    def __init__(self, tenants: Mapping[str, TenantConfig], *, open_mode: bool,
+                 owner_of: OwnerOf = _no_owners) -> None:
+        self._tenants = {name: Tenant(name, cfg, owner_of) for name, cfg in tenants.items()}
         self._open = open_mode
         self._digests = [(bytes.fromhex(d), name) for name, cfg in tenants.items()
                          for d in cfg.token_sha256]

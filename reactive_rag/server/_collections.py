@@ -3,7 +3,10 @@
 Tenant-scoped like everything else: a collection outside the tenant's
 ``collections`` list is not listed, so its name, size and age stay private.
 Only each collection's manifest is read (no index is opened), off the event
-loop; a collection being re-indexed shows its current generation.
+loop; a collection being re-indexed shows its current generation. A collection
+the caller created over the API (:mod:`._collection_writes`) and that holds no
+document yet is listed with generation 0. The OpenAPI paths here include the
+write routes (one path item per URL).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from aiohttp import web
 from reactive_rag.index import CollectionInfo, CorpusError, CorpusIndex
 
 from ._auth import Tenant
+from ._collection_writes import COLLECTION_WRITER, collection_write_openapi_paths
 from ._requests import ENGINE_KEY, request_tenant
 
 __all__ = ["collection_openapi_paths", "collection_routes", "visible_collections"]
@@ -42,7 +46,13 @@ async def list_collections(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
     index = request.app[ENGINE_KEY].index
     infos = await asyncio.to_thread(visible_collections, index, tenant)
-    return web.json_response({"collections": [i.to_json() for i in infos]})
+    listed = [i.to_json() for i in infos]
+    writer = request.app.get(COLLECTION_WRITER)
+    if writer is not None:
+        empty = await asyncio.to_thread(writer.owned_empty, tenant)
+        listed = sorted([*listed, *(writer.view(n) for n in empty)],
+                        key=lambda c: str(c["name"]))
+    return web.json_response({"collections": listed})
 
 
 def collection_openapi_paths() -> dict[str, Any]:
@@ -54,14 +64,15 @@ def collection_openapi_paths() -> dict[str, Any]:
         "properties": {
             "name": {"type": "string"},
             "documents": count, "chunks": count,
-            "generation": {"type": "integer", "minimum": 1,
-                           "description": "grows by one per re-index"},
+            "generation": {"type": "integer", "minimum": 0,
+                           "description": "grows by one per re-index (0: no document yet)"},
             "updated": {"type": "number", "description": "Unix seconds: when the current "
                                                          "generation was written"},
             "embedder": {"type": "string", "description": "the model its vectors come from"},
         },
     }
-    return {"/v1/collections": {"get": {
+    writes = collection_write_openapi_paths()
+    return {**writes, "/v1/collections": {**writes["/v1/collections"], "get": {
         "operationId": "listCollections",
         "summary": "The indexed collections you may search, with their sizes",
         "responses": {

@@ -10,12 +10,19 @@ Loaded from a TOML file and overridden by environment variables::
     store_retry_s = 15.0                       # a store down longer than this fails its runs
     session_ttl_s = 3600.0                     # a conversation lives this long after its last use
     session_max_ttl_s = 86400.0                # the most a POST /v1/sessions may ask for
+    retention = { days = 30, tenants = { acme = 7 } }  # ended runs kept N days (RetentionConfig)
 
     [tenants.acme]
     token_sha256 = ["<sha256 hex of the bearer token>"]
     collections = ["stdlib", "acme-docs"]
     max_concurrent_runs = 4
     runs_per_minute = 30
+
+    [tenants.acme.caps]                        # optional: caps on one run's budget, runs
+    wall_s = 120                               # and tokens per hour/day (defaults: TenantCaps)
+
+    [tenants.acme.collection_writes]           # optional: collections over the API
+    max_chunks = 50000                         # storage quota (CollectionWritesConfig)
 
     [tenants.acme.search]                      # optional: web search, the CLI's search.toml
     max_results = 8                            # schema (actors.providers.TenantSearchConfig)
@@ -36,6 +43,13 @@ Loaded from a TOML file and overridden by environment variables::
     count = 2                                  # on Ray (needs a redis:// or postgresql://
     num_cpus = 1                               # store and the ray extra)
     address = ""                               # Ray address; "" = $RAY_ADDRESS or a local Ray
+
+    [observability]                            # optional: runs' traces over OTLP/HTTP
+    endpoint = "http://127.0.0.1:4318/v1/traces"   # (observability.ObservabilityConfig)
+
+    [usage.prices.models."gpt-4o-mini"]        # optional: costs per 1k tokens, per search
+    input_per_1k = 0.00015                     # call ([usage.prices.providers]); and
+    output_per_1k = 0.0006                     # tenant_metrics = true under [usage]
 
 Tokens are stored only as SHA-256 digests. A tenant without ``[search]`` runs
 offline (its local collections only); without ``[chat]`` its planner and writer
@@ -63,9 +77,13 @@ from pydantic import (
 )
 
 from actors.providers import TenantSearchConfig
-from reactive_rag.engine import ChatConfig, EntailmentConfig, read_toml
+from reactive_rag.engine import ChatConfig, EntailmentConfig, UsageConfig, read_toml
+from reactive_rag.observability import ObservabilityConfig
 
+from ._caps import TenantCaps
+from ._collection_config import CollectionWritesConfig
 from ._exceptions import ConfigError
+from ._retention_config import RetentionConfig
 
 __all__ = [
     "DEFAULT_TENANT",
@@ -113,6 +131,10 @@ class TenantConfig(BaseModel):
     ``None``: offline."""
     chat: ChatConfig | None = None
     """The chat model of the planner and/or writer; ``None``: offline policies."""
+    caps: TenantCaps = Field(default_factory=TenantCaps)
+    """The most one run may ask for, and runs and tokens per hour/day (``[caps]``)."""
+    collection_writes: CollectionWritesConfig = Field(default_factory=CollectionWritesConfig)
+    """Collections over the API: creation, writable names, storage quota (chunks)."""
 
     @field_validator("token_sha256")
     @classmethod
@@ -200,6 +222,15 @@ class ServerConfig(BaseModel):
         replicas: ``[replicas]``: new runs go to engine replicas on Ray
             (:class:`ReplicasConfig`); ``None`` (default): they run in the
             server. Needs a ``redis://`` or ``postgresql://`` store and Ray.
+        observability: ``[observability]``: every run's spans exported to an
+            OpenTelemetry collector over OTLP/HTTP (:class:`ObservabilityConfig`);
+            ``None`` (default): no export.
+        usage: ``[usage]``: the price table costs are estimated with, and
+            ``tenant_metrics`` (per-tenant usage counters on ``/metrics``, off by
+            default) (:class:`~reactive_rag.engine.UsageConfig`).
+        retention: ``[retention]``: how many days each tenant's ended runs are
+            kept before a sweeper deletes them (:class:`RetentionConfig`); by
+            default they are kept until ``DELETE /v1/runs/{id}``.
     """
 
     model_config = _STRICT
@@ -225,6 +256,9 @@ class ServerConfig(BaseModel):
     session_ttl_s: float = Field(default=3600.0, gt=0, le=SESSION_TTL_CAP_S)
     session_max_ttl_s: float = Field(default=86400.0, gt=0, le=SESSION_TTL_CAP_S)
     replicas: ReplicasConfig | None = None
+    observability: ObservabilityConfig | None = None
+    usage: UsageConfig = Field(default_factory=UsageConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
 
     @model_validator(mode="after")
     def _replicas_usable(self) -> ServerConfig:

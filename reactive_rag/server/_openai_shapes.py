@@ -16,8 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StrictBool
 
-from reactive_rag.engine import Citation, Mode, RunResult
-from streams import AnswerDrafted, Event, Outcome, PlanDecided
+from reactive_rag.engine import Citation, Mode, RunResult, usage_of
+from streams import Event, Outcome
 
 from ._openapi import openapi_document
 
@@ -59,6 +59,7 @@ FINISH_REASONS: dict[Outcome, str] = {
     "cancelled": "stop",
     "failed": "stop",
     "interrupted": "stop",
+    "handed_off": "stop",  # the answer names the background task (extension: ``task``)
 }
 """The ``finish_reason`` of each run outcome."""
 
@@ -183,9 +184,9 @@ def _source(citation: Citation) -> str:
 
 def usage_body(events: Sequence[Event]) -> dict[str, int]:
     """Token counts the run's model calls reported (zeros where no model was called)."""
-    prompt = sum(e.input_tokens for e in events if isinstance(e, PlanDecided | AnswerDrafted))
-    completion = sum(e.output_tokens for e in events
-                     if isinstance(e, PlanDecided | AnswerDrafted))
+    models = usage_of(events).models
+    prompt = sum(m.input_tokens for m in models)
+    completion = sum(m.output_tokens for m in models)
     return {"prompt_tokens": prompt, "completion_tokens": completion,
             "total_tokens": prompt + completion}
 
@@ -197,7 +198,8 @@ def extension_body(result: RunResult, *, question: str,
     return {"run_id": run_id, "outcome": result.outcome, "reason": result.reason,
             "question": question, "session_id": session_id,
             "citations": [c.to_json() for c in result.citations],
-            "links": {"run": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"}}
+            "links": {"run": f"/v1/runs/{run_id}", "events": f"/v1/runs/{run_id}/events"},
+            "task": result.task.model_dump() if result.task is not None else None}
 
 
 def completion_body(result: RunResult, *, model: str, created: int, question: str,
@@ -308,7 +310,10 @@ def _extension_schema() -> dict[str, Any]:
                 "citations": copy.deepcopy(run_detail["properties"]["citations"]),
                 "links": {"type": "object", "required": ["run", "events"],
                           "properties": {"run": {"type": "string"},
-                                         "events": {"type": "string"}}}}}
+                                         "events": {"type": "string"}}},
+                "task": {"type": ["object", "null"], "description": (
+                    "a handed_off run's background task: {task_id, kind, link, "
+                    "collection, doc_id}")}}}
 
 
 def _request_schema() -> dict[str, Any]:
@@ -434,8 +439,8 @@ def _paths() -> dict[str, Any]:
                 "413": _error("the body is too large (`body_too_large`)"),
                 "415": _error("the body is not application/json"),
                 "422": _error("invalid fields or run options (`validation_failed`, "
-                              "`run_config`)"),
-                "429": _error("rate limited", _RETRY_AFTER),
+                              "`run_config`, `budget_over_cap`)"),
+                "429": _error("a quota of the tenant is used up", _RETRY_AFTER),
                 "503": _error("the run store is unavailable or the default corpus is still "
                               "being indexed", _RETRY_AFTER),
             }}},

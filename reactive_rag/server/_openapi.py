@@ -19,6 +19,7 @@ from streams import Outcome, RequestKind
 from ._config import SESSION_TTL_CAP_S
 from ._models import _BUDGET_MAX, BUDGET_FIELDS, RunRequest
 from ._problems import PROBLEM_CODES
+from ._usage_routes import USAGE_SCHEMA
 
 __all__ = ["openapi_document"]
 
@@ -100,8 +101,8 @@ def openapi_document(extra_paths: dict[str, Any] | None = None,
     nothing answers 401; the document says so.
     """
     doc = copy.deepcopy(_base_document())
-    if extra_paths:
-        doc["paths"].update(copy.deepcopy(extra_paths))
+    for path, item in copy.deepcopy(extra_paths or {}).items():
+        doc["paths"].setdefault(path, {}).update(item)  # an extra may add a method to a path
     if extra_codes:
         code = doc["components"]["schemas"]["Problem"]["properties"]["code"]
         code["enum"] = sorted({*code["enum"], *extra_codes})
@@ -153,6 +154,14 @@ def _base_document() -> dict[str, Any]:
                         "quote": {"type": "string"}, "source_id": {"type": "string"},
                         "title": {"type": ["string", "null"]},
                         "url": {"type": ["string", "null"]}}}},
+                "usage": {**USAGE_SCHEMA, "description": "what the run used (so far, while "
+                                                         "it runs) and its estimated cost"},
+                "task": {"description": "a `handed_off` run's background task (else null): "
+                                        "follow it at `link` (GET /v1/tasks/{task_id})",
+                         "oneOf": [{"type": "null"}, {
+                             "type": "object", "required": ["task_id", "kind", "link"],
+                             "properties": {k: {"type": "string"} for k in (
+                                 "task_id", "kind", "link", "collection", "doc_id")}}]},
             },
         }],
     }
@@ -543,7 +552,10 @@ def _run_request_schema() -> dict[str, Any]:
             budget[name] = {"type": "number", "exclusiveMinimum": 0,
                             "maximum": 1 if name == "saturation_overlap" else _BUDGET_MAX}
     props["budget"] = {"title": "Budget", "type": "object", "additionalProperties": False,
-                       "description": "limits of this run that differ from the defaults",
+                       "description": "limits of this run that differ from the defaults; "
+                                      "one over the tenant's cap is refused (422 "
+                                      "budget_over_cap), a capped one left out gets its "
+                                      "default clipped to the cap",
                        "properties": budget}
     return schema
 

@@ -18,12 +18,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
 import uuid
-from collections import deque
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from reactive_rag.engine import Engine, Mode, RunHandle, RunObserver
@@ -39,6 +37,7 @@ from reactive_rag.store import (
 from streams import Event
 
 from ._auth import Tenant
+from ._caps import Quotas, capped_budget
 from ._dispatch import RemoteRuns, RunDispatcher, RunOrder
 from ._exceptions import RateLimited
 
@@ -66,12 +65,6 @@ class ActiveRun:
     recorder: Recorder | None = None
     watcher: asyncio.Task[None] | None = None
     engine: Engine | None = None
-
-
-@dataclass(slots=True)
-class _TenantUsage:
-    running: int = 0
-    started: deque[float] = field(default_factory=deque)
 
 
 class RunManager:
@@ -103,7 +96,7 @@ class RunManager:
         self._recorder_options = dict(recorder_options or {})
         self._clock = clock
         self._active: dict[str, ActiveRun] = {}
-        self._usage: dict[str, _TenantUsage] = {}
+        self.quotas = Quotas(clock)
         self._repairs: set[Recorder] = set()
         self._closing = False
         self.remote = None if dispatcher is None else RemoteRuns(dispatcher, self._release)
@@ -143,26 +136,11 @@ class RunManager:
                         **self._recorder_options)
 
     def _reserve(self, tenant: Tenant) -> None:
-        """Take a concurrency slot and a per-minute token, or raise RateLimited."""
-        usage = self._usage.setdefault(tenant.name, _TenantUsage())
-        cfg = tenant.config
-        if usage.running >= cfg.max_concurrent_runs:
-            raise RateLimited("too_many_concurrent_runs",
-                              f"at most {cfg.max_concurrent_runs} runs at a time", 1)
-        now = self._clock()
-        while usage.started and usage.started[0] <= now - 60.0:
-            usage.started.popleft()
-        if len(usage.started) >= cfg.runs_per_minute:
-            wait = math.ceil(usage.started[0] + 60.0 - now)
-            raise RateLimited("too_many_runs_per_minute",
-                              f"at most {cfg.runs_per_minute} runs per minute", wait)
-        usage.running += 1
-        usage.started.append(now)
+        """Take a slot under the tenant's quotas, or raise RateLimited (:mod:`._caps`)."""
+        self.quotas.admit(tenant.name, tenant.config)
 
     def _release(self, tenant: str) -> None:
-        usage = self._usage.get(tenant)
-        if usage is not None and usage.running > 0:
-            usage.running -= 1
+        self.quotas.release(tenant)
 
     async def start(self, tenant: Tenant, question: str, *, mode: Mode,
                     collections: tuple[str, ...], budget: Mapping[str, Any],
@@ -173,8 +151,13 @@ class RunManager:
         ``here``: run it in this process even with a dispatcher (the caller
         needs its live handle in :attr:`active`).
 
+        ``budget``: checked against the tenant's caps; the defaults over a cap
+        are clipped to it.
+
         Raises:
-            RateLimited: the tenant is at its concurrency or per-minute limit.
+            Problem: 422 ``budget_over_cap``, a budget field over the tenant's cap.
+            RateLimited: the tenant is at one of its quotas (runs at once, per
+                minute, hour or day, tokens per day).
             RunConfigError: the engine refused the options (nothing started).
             StoreError: the run could not be created in the store (the run is cancelled).
             ReplicasUnavailable: with a dispatcher, no engine replica took the run.
@@ -184,6 +167,7 @@ class RunManager:
         problem = self.store_problem
         if problem is not None:
             raise StoreUnavailable(problem)
+        budget = capped_budget(tenant.config.caps, budget)
         self._reserve(tenant)
         run_id = uuid.uuid4().hex
         if self.remote is not None and not here:  # the slot is released when it ended
@@ -199,6 +183,7 @@ class RunManager:
         active = ActiveRun(tenant.name, handle, engine=engine)
         self._active[run_id] = active
         self._observe(handle)
+        self.quotas.meter(tenant.name, handle.stream)
         # The run task has not run yet (no await since engine.start): the
         # recorder subscribes before the first event is published, and takes
         # anything earlier from the stream's history anyway.
@@ -231,7 +216,7 @@ class RunManager:
         Raises:
             RunNotFound: no such run, or another tenant's.
             RunNotResumable: the run is running (here or elsewhere) or finished.
-            RateLimited: the tenant is at its concurrency or per-minute limit.
+            RateLimited: the tenant is at one of its quotas, as for :meth:`start`.
             RunConfigError: the engine cannot resume this log (nothing changed).
             StoreError: the store could not reopen or record it (the run is cancelled).
         """
@@ -256,6 +241,7 @@ class RunManager:
         active = ActiveRun(tenant.name, handle, engine=engine)
         self._active[run_id] = active
         self._observe(handle)
+        self.quotas.meter(tenant.name, handle.stream)
         try:
             await self.store.reopen(run_id, tenant.name)
             # No meta: the recorder goes on after the stored last seq, and takes
@@ -270,6 +256,11 @@ class RunManager:
             self._watch(run_id, active), name=f"watch:{run_id}")
         log.info("run %s resumed from its %d stored events", run_id, len(events))
         return run_id
+
+    def tenant_of(self, run_id: str) -> str:
+        """The tenant of a run going on here ("" if none is): the metrics' tenant label."""
+        active = self._active.get(run_id)
+        return "" if active is None else active.tenant
 
     def _observe(self, handle: RunHandle) -> None:
         """Attach the observers (no await since the engine started it: no event missed)."""

@@ -28,6 +28,7 @@ from reactive_rag.tasks import DocumentNotFound, TaskFinished, TaskManager, Unkn
 from streams import Event, RunStream, follow
 
 from ._exceptions import Problem
+from ._handoff import wire_handoff
 from ._problems import make_problem
 from ._requests import ENGINE_KEY, STORE_KEY, json_body, request_tenant
 from ._sse import format_event
@@ -181,10 +182,12 @@ def mount_tasks(app: web.Application) -> None:
         manager = TaskManager(app[STORE_KEY], app[ENGINE_KEY].index)
         app[TASK_MANAGER] = manager
         await manager.start()
+        wire_handoff(app, manager)  # runs hand whole-document questions to it
 
     async def stop(app: web.Application) -> None:
         # on_shutdown runs before cleanup, so workers stop before the store closes.
         manager = app.get(TASK_MANAGER)
+        wire_handoff(app, None)
         if manager is not None:
             await manager.aclose()
 

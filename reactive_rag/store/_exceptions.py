@@ -14,6 +14,7 @@ Hierarchy::
     ├── RunOwnedElsewhere(RunAlreadyFinished)      append by a writer whose run was resumed
     │                                              elsewhere (it lost its lease)
     ├── RunNotResumable(StoreError)                reopen of a run that is not interrupted
+    ├── RunStillRunning(StoreError)                delete of a run that is still running
     ├── TaskAlreadyFinished(StoreError)            update of a done/failed/cancelled task
     ├── SeqConflict(StoreError, ValueError)        appended events leave a gap in ``seq``
     ├── InvalidCursor(StoreError, ValueError)      a ``before`` page cursor we did not issue
@@ -38,6 +39,7 @@ __all__ = [
     "RunNotFound",
     "RunNotResumable",
     "RunOwnedElsewhere",
+    "RunStillRunning",
     "SeqConflict",
     "SessionExists",
     "SessionNotFound",
@@ -124,6 +126,14 @@ class RunNotResumable(StoreError):
         super().__init__(f"run {run_id!r} is {status}: only an interrupted run can be reopened")
         self.run_id = run_id
         self.status = status
+
+
+class RunStillRunning(StoreError):
+    """Only a run that ended (finished or interrupted) can be deleted: cancel it first."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id!r} is still running: cancel it, then delete it")
+        self.run_id = run_id
 
 
 class TaskAlreadyFinished(StoreError):

@@ -352,6 +352,36 @@ class RunStore(TaskStore, Protocol):
         """Mark this owner's ``running`` runs ``interrupted`` (outcome too); return their ids."""
         ...
 
+    async def delete_run(self, run_id: str, tenant: str | None = None) -> None:
+        """Delete an ended run: its record, its events and every index entry naming it.
+
+        Atomic against appends and :meth:`reopen`: a run that is ``running`` (here
+        or on another replica) is never deleted. Deleted ids are gone for good: the
+        same id reads as a run that never existed.
+
+        Raises:
+            RunNotFound: missing, or another tenant's.
+            RunStillRunning: the run is ``running``; cancel it first.
+            StoreReadOnly: the store was opened read-only.
+        """
+        ...
+
+    async def delete_runs_before(self, tenant: str, before_ts: float, *,
+                                 limit: int = 100) -> list[str]:
+        """Delete up to ``limit`` of ``tenant``'s ended runs last changed before ``before_ts``.
+
+        "Last changed" is the run's ``updated_at`` (when its last event was
+        stored: for an ended run, when it ended). ``running`` runs are never
+        deleted. Oldest first; call again until fewer than ``limit`` come back.
+
+        Returns:
+            the ids deleted by this call.
+
+        Raises:
+            StoreReadOnly: the store was opened read-only.
+        """
+        ...
+
 
 class SessionStore(Protocol):
     """Conversation sessions: opaque JSON state with a sliding TTL, scoped by tenant.

@@ -41,6 +41,7 @@ from ._base import (
     session_data_text,
     session_id_ok,
 )
+from ._delete_sqlite import SqliteRunDeleter
 from ._exceptions import (
     RunAlreadyFinished,
     RunExists,
@@ -183,7 +184,7 @@ class _Connection:
             self._executor.shutdown(wait=True)
 
 
-class SqliteRunStore(SqliteTaskTable, StoreBase):
+class SqliteRunStore(SqliteTaskTable, SqliteRunDeleter, StoreBase):
     """Runs and events in one SQLite file (WAL); the default store.
 
     Args:

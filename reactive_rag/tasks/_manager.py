@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from reactive_rag.index import ChunkNotFound, CollectionNotFound, CorpusIndex, chunk_id
@@ -34,10 +34,17 @@ from ._events import TaskFinished, TaskProgress, TaskStarted
 from ._exceptions import DocumentNotFound, UnknownTask
 from ._summary import SummaryState
 
-__all__ = ["SUMMARY_KIND", "TaskManager"]
+__all__ = ["SUMMARY_KIND", "TaskManager", "TaskReport", "TaskWork"]
 
 SUMMARY_KIND = "summary"
 log = logging.getLogger("reactive_rag.tasks")
+
+TaskReport = Callable[[int, int], Awaitable[None]]
+"""``report(done, total)``: persist a registered task's progress and publish ``task.progress``."""
+TaskWork = Callable[[BackgroundTask, TaskReport], Awaitable[Any]]
+"""The work of a registered task kind: returns the JSON result stored when it is done.
+
+It must be safe to run again from its ``params`` (a restart runs it again)."""
 
 
 class TaskManager:
@@ -64,6 +71,7 @@ class TaskManager:
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._streams: dict[str, RunStream] = {}
         self._attempts: dict[str, int] = {}
+        self._kinds: dict[str, TaskWork] = {}
         self._closed = False
 
     @property
@@ -76,7 +84,8 @@ class TaskManager:
         """Resume every unfinished task in the store; return their ids."""
         resumed = []
         for task in await self.store.list_unfinished_tasks():
-            if task.kind == SUMMARY_KIND and task.task_id not in self._workers:
+            known = task.kind == SUMMARY_KIND or task.kind in self._kinds
+            if known and task.task_id not in self._workers:
                 self._spawn(task)
                 resumed.append(task.task_id)
         return resumed
@@ -91,7 +100,26 @@ class TaskManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
 
+    def register(self, kind: str, work: TaskWork) -> None:
+        """Run tasks of ``kind`` with ``work``: stored, watched and resumed like summaries."""
+        if kind == SUMMARY_KIND:
+            raise ValueError(f"{kind!r} is built in")
+        self._kinds[kind] = work
+
     # --- requests ---------------------------------------------------------------------
+
+    async def submit(self, kind: str, params: dict[str, Any], *, tenant: str,
+                     doc_id: str | None = None) -> BackgroundTask:
+        """Persist a task of a registered ``kind`` and start it in the background."""
+        if self._closed:
+            raise RuntimeError("the task manager is closed")
+        if kind not in self._kinds:
+            raise ValueError(f"no task kind {kind!r} is registered")
+        task = await self.store.create_task(BackgroundTask(
+            task_id=uuid.uuid4().hex[:16], tenant=tenant, kind=kind, doc_id=doc_id,
+            params=params))
+        self._spawn(task)
+        return task
 
     async def submit_summary(self, collection: str, doc_id: str, *, tenant: str = "local",
                              run_id: str | None = None) -> BackgroundTask:
@@ -185,7 +213,10 @@ class TaskManager:
             stream.try_publish(event, actor="tasks")
 
         try:
-            await self._summarise(task, attempt, publish)
+            if task.kind == SUMMARY_KIND:
+                await self._summarise(task, attempt, publish)
+            else:
+                await self._work(task, attempt, publish)
         except asyncio.CancelledError:
             raise  # shutdown or cancel(): the row stays as persisted
         except Exception as exc:
@@ -195,6 +226,24 @@ class TaskManager:
                 await self.store.update_task(
                     task.task_id, TaskUpdate(status=TaskStatus.FAILED, error=message))
             publish(TaskFinished(task_id=task.task_id, status="failed", error=message))
+
+    async def _work(self, task: BackgroundTask, attempt: int,
+                    publish: Callable[[Event], None]) -> None:
+        await self.store.update_task(task.task_id, TaskUpdate(
+            status=TaskStatus.RUNNING, result={"attempt": attempt}))
+        publish(TaskStarted(task_id=task.task_id, kind=task.kind, doc_id=task.doc_id or "",
+                            attempt=attempt))
+
+        async def report(done: int, total: int) -> None:
+            progress = done / total if total > 0 else 0.0
+            await self.store.update_task(task.task_id, TaskUpdate(progress=min(progress, 0.999)))
+            publish(TaskProgress(task_id=task.task_id, done=done, total=total,
+                                 progress=progress))
+
+        result = await self._kinds[task.kind](task, report)
+        await self.store.update_task(task.task_id, TaskUpdate(
+            status=TaskStatus.DONE, progress=1.0, result=result))
+        publish(TaskFinished(task_id=task.task_id, status="done", result=result))
 
     async def _summarise(self, task: BackgroundTask, attempt: int,
                          publish: Callable[[Event], None]) -> None:

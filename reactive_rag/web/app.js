@@ -17,6 +17,7 @@ const OUTCOMES = {
   cancelled: ["Cancelled", "the run was cancelled"],
   failed: ["Failed", "the run failed"],
   interrupted: ["Interrupted", "the server stopped before the run finished"],
+  handed_off: ["Handed off", "the question needs a whole document: a background summary task goes on (see the answer's link)"],
 };
 
 const $ = (id) => document.getElementById(id);

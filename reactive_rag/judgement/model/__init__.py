@@ -24,6 +24,11 @@ from ._rewrite import (
 )
 from ._sufficiency import DEFAULT_SUFFICIENCY_PROMPT, ChatSufficiency
 from ._support import DEFAULT_SUPPORT_PROMPT, ChatSupportJudge
+from ._whole_document import (
+    DEFAULT_WHOLE_DOCUMENT_PROMPT,
+    WHOLE_DOCUMENT_SCHEMA,
+    ChatWholeDocument,
+)
 from ._writer import DEFAULT_WRITER_PROMPT, ChatWriter, parse_claims
 
 __all__ = [
@@ -32,14 +37,17 @@ __all__ = [
     "DEFAULT_SUFFICIENCY_PROMPT",
     "DEFAULT_SUMMARY_PROMPT",
     "DEFAULT_SUPPORT_PROMPT",
+    "DEFAULT_WHOLE_DOCUMENT_PROMPT",
     "DEFAULT_WRITER_PROMPT",
     "FOLLOWUP_SCHEMA",
     "PLANNER_TOOLS",
     "SUMMARY_SCHEMA",
+    "WHOLE_DOCUMENT_SCHEMA",
     "ChatPlanner",
     "ChatRewriter",
     "ChatSufficiency",
     "ChatSupportJudge",
+    "ChatWholeDocument",
     "ChatWriter",
     "RewriteError",
     "ScopeCheck",

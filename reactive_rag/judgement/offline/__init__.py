@@ -49,6 +49,7 @@ from ._support_head import (
     load_support_head,
     polarity_flips,
 )
+from ._whole_document import MAX_FOCUS_TERMS, WHOLE_DOCUMENT_CUES, whole_document_request
 from ._yes_no import LEAD_WORDS
 
 __all__ = [
@@ -56,7 +57,9 @@ __all__ = [
     "DEFAULT_SUPPORT_HEAD_PATH",
     "DEFAULT_SUPPORT_WEIGHTS",
     "LEAD_WORDS",
+    "MAX_FOCUS_TERMS",
     "OFFLINE_FAMILIES",
+    "WHOLE_DOCUMENT_CUES",
     "EmbeddingSupport",
     "ExtractiveWriter",
     "HeadFeatures",
@@ -96,5 +99,6 @@ __all__ = [
     "stale_flag",
     "sufficiency_features",
     "support_score",
+    "whole_document_request",
     "without_verdict",
 ]

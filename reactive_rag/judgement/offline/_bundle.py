@@ -10,6 +10,7 @@ from ._points import compress_round
 from ._rewrite import rewrite_followup
 from ._soft_failures import spam_flags, stale_flag
 from ._sufficiency import judge_answerability
+from ._whole_document import whole_document_request
 
 __all__ = ["OFFLINE_FAMILIES", "offline_judgement"]
 
@@ -35,4 +36,5 @@ def offline_judgement(*, sufficiency: AnswerabilityJudge | None = judge_answerab
         stale=None if "stale" in off else stale_flag,
         points=None if "points" in off else compress_round,
         followups=None if "followups" in off else rewrite_followup,
+        whole_document=None if "whole_document" in off else whole_document_request,
     )

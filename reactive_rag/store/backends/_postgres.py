@@ -68,6 +68,7 @@ from .._sql_rows import (
     run_from_row,
     session_from_row,
 )
+from ._delete_postgres import PostgresRunDeleter
 from ._postgres_common import parse_postgres_url, redact_url, translated
 from ._postgres_listen import Listener
 from ._tasks_postgres import PostgresTaskTable, tasks_schema
@@ -137,7 +138,7 @@ def _lock_key(schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-class PostgresRunStore(PostgresTaskTable, StoreBase):
+class PostgresRunStore(PostgresTaskTable, PostgresRunDeleter, StoreBase):
     """Runs and events in PostgreSQL tables; several servers may share one database.
 
     Args:

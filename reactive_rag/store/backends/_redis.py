@@ -83,6 +83,7 @@ from .._protocol import (
     SessionRecord,
 )
 from .._sql_rows import INTERRUPTED_REASON
+from ._delete_redis import RedisRunDeleter
 from ._redis_common import text_field, translated
 from ._tasks_redis import RedisTaskTable
 
@@ -264,7 +265,7 @@ def _glob_escape(text: str) -> str:
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
-class RedisRunStore(RedisTaskTable, StoreBase):
+class RedisRunStore(RedisTaskTable, RedisRunDeleter, StoreBase):
     """Runs and events in Redis (hashes, streams, sorted sets).
 
     Args:
@@ -327,6 +328,7 @@ class RedisRunStore(RedisTaskTable, StoreBase):
         self._append = client.register_script(_APPEND)
         self._finish = client.register_script(_FINISH)
         self._register_task_scripts(client)
+        self._register_delete_scripts(client)
         self._interrupt = client.register_script(_INTERRUPT)
         self._reopen = client.register_script(_REOPEN)
         self._forget_owner = client.register_script(_FORGET_OWNER)

@@ -151,7 +151,8 @@ def test_a_judgement_family_switched_off_in_config_is_off_in_the_engine(
     engine = Engine.from_config({"judgement": {"off": ["spam", "stale"]}},
                                 index=CorpusIndex(tmp_path / "index"), env={})
     engines.append(engine)
-    assert engine.settings().judgement == ("sufficiency", "conflicts", "points", "followups")
+    assert engine.settings().judgement == ("sufficiency", "conflicts", "points", "followups",
+                                           "whole_document")
     with pytest.raises(RunConfigError, match="judgement"):
         Engine.from_config({"judgement": {"off": ["spelling"]}}, env={})
 

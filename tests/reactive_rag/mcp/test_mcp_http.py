@@ -84,7 +84,8 @@ async def test_research_over_http_streams_progress_and_is_a_stored_run_of_the_te
             tools = {t.name for t in (await session.list_tools()).tools}
             result = await session.call_tool("research", {"question": QUESTION},
                                              progress_callback=on_progress)
-        assert tools == {"research", "search", "read"}
+        assert tools == {"research", "search", "read", "create_collection", "add_documents",
+                         "delete_documents", "delete_collection", "summarize"}
         assert not result.is_error, _text(result)
         answer = result.structured_content
         assert answer is not None and "1863" in answer["answer"]

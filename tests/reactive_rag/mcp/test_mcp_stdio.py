@@ -64,7 +64,8 @@ def _text(result: CallToolResult) -> str:
 async def test_lists_the_three_tools_with_their_schemas(root: Path, errlog: TextIO) -> None:
     async with session(root, errlog, "-c", "demo") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"research", "search", "read"}
+    assert set(tools) == {"research", "search", "read", "create_collection", "add_documents",
+                          "delete_documents", "delete_collection", "summarize"}
     assert "question" in tools["research"].input_schema["properties"]
     assert tools["research"].input_schema["required"] == ["question"]
     assert tools["research"].output_schema is not None

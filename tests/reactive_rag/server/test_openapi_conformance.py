@@ -30,6 +30,7 @@ import pytest
 
 from reactive_rag.index import CorpusIndex
 from reactive_rag.server import hash_token
+from reactive_rag.server._caps import BUDGET_CAPS
 from tests._bench import bench_module
 
 from .._corpus import DOCS
@@ -104,12 +105,20 @@ def corpus_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def _config(corpus_root: Path, *, open_mode: bool) -> str:
     head = (f'index_root = "{corpus_root}"\ndefault_collections = ["demo"]\n'
             "build_default_corpus = false\n")
+    # budget caps at the request maximum: a per-tenant cap is not in the document, so a
+    # schema-valid budget over it would be a 422 schemathesis could not know
+    caps = "".join(f"{name} = 1000000\n" for name in BUDGET_CAPS)
+    # no collections created: one made by a fuzzed POST /v1/collections would be allowed
+    # but empty, so a run naming it would be a 422 "not indexed" (its writes answer 403)
+    writes = "[{}.collection_writes]\ncreate = false\n"
     if open_mode:
         # every tenant allowed only `demo`: another collection name is a 403 whether or not
         # it exists (as for tenants), not a 422 for a name schemathesis could not know
-        return head + '[open_tenant]\ncollections = ["demo"]\n'
+        return head + (f'[open_tenant]\ncollections = ["demo"]\n[open_tenant.caps]\n'
+                       f'{caps}{writes.format("open_tenant")}')
     return head + (f'[tenants.acme]\ntoken_sha256 = ["{hash_token(TOKEN)}"]\n'
-                   'collections = ["demo"]\n')
+                   f'collections = ["demo"]\n[tenants.acme.caps]\n'
+                   f'{caps}{writes.format("tenants.acme")}')
 
 
 @pytest.mark.slow
