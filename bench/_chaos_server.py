@@ -31,7 +31,16 @@ from reactive_rag import Engine
 from reactive_rag.index import CorpusIndex
 from reactive_rag.judgement import Decision, PlannerView
 from reactive_rag.judgement.offline import OfflinePlanner
-from reactive_rag.server import ServerConfig, TenantConfig, create_app, hash_token
+from reactive_rag.server import (
+    BUDGET_CAPS,
+    BUDGET_LIMIT,
+    CollectionWritesConfig,
+    ServerConfig,
+    TenantCaps,
+    TenantConfig,
+    create_app,
+    hash_token,
+)
 
 COLLECTION = "chaos"
 
@@ -68,6 +77,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def make_config(args: argparse.Namespace) -> tuple[ServerConfig, list[str]]:
     fields = ServerConfig.model_fields
+    # the fuzzer sends any budget the API document allows: caps at the request limit
+    # (a tenant's cap is not in the document), quotas out of the way of a long chaos run
+    caps = TenantCaps(**{name: BUDGET_LIMIT for name in BUDGET_CAPS},
+                      runs_per_hour=10**9, runs_per_day=10**9, tokens_per_day=10**12)
+    # a collection the fuzzer creates is empty: a run naming it is a 422 "not indexed"
+    writes = CollectionWritesConfig(create=False)
     wanted: dict[str, Any] = {
         "store": args.store, "port": 0, "default_collections": (COLLECTION,),
         "build_default_corpus": False, "owner": args.owner,
@@ -75,7 +90,7 @@ def make_config(args: argparse.Namespace) -> tuple[ServerConfig, list[str]]:
         # one collection per tenant: another name is a 403 whether or not it exists
         "open_tenant": TenantConfig(collections=(COLLECTION,),
                                     max_concurrent_runs=args.max_concurrent,
-                                    runs_per_minute=10_000),
+                                    runs_per_minute=10_000, caps=caps, collection_writes=writes),
     }
     if args.resume_interrupted:
         wanted["resume_interrupted"] = True
@@ -83,7 +98,7 @@ def make_config(args: argparse.Namespace) -> tuple[ServerConfig, list[str]]:
         wanted["tenants"] = {"bench": TenantConfig(
             token_sha256=(hash_token(args.token),), collections=(COLLECTION,),
             max_concurrent_runs=args.max_concurrent,
-            runs_per_minute=10_000)}
+            runs_per_minute=10_000, caps=caps, collection_writes=writes)}
     ignored = [k for k in wanted if k not in fields]
     config = ServerConfig(**{k: v for k, v in wanted.items()
                              if k in fields and v is not None})

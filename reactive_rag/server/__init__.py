@@ -16,7 +16,7 @@ from ._app import (
 )
 from ._auth import Authenticator, Tenant, hash_token
 from ._bind import BindError, bind_listener
-from ._caps import TenantCaps
+from ._caps import BUDGET_CAPS, BUDGET_LIMIT, TenantCaps
 from ._collection_config import CollectionWritesConfig
 from ._collection_writes import COLLECTION_WRITER, DocumentIn, json_documents
 from ._config import (
@@ -45,6 +45,8 @@ from ._tasks import TASK_MANAGER, task_view
 
 __all__ = [
     "AUTH_KEY",
+    "BUDGET_CAPS",
+    "BUDGET_LIMIT",
     "COLLECTION_WRITER",
     "CONFIG_KEY",
     "CORPUS_TASK_KEY",

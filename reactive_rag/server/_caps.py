@@ -35,6 +35,9 @@ from ._exceptions import RateLimited
 from ._models import _BUDGET_MAX
 from ._problems import make_problem
 
+BUDGET_LIMIT = _BUDGET_MAX
+"""The most any budget field may ask for in a request (the API document says so too)."""
+
 
 class TenantLimits(Protocol):
     """What :meth:`Quotas.admit` reads of a tenant's config (its ``TenantConfig``)."""
@@ -48,7 +51,7 @@ class TenantLimits(Protocol):
     @property
     def runs_per_minute(self) -> int: ...
 
-__all__ = ["BUDGET_CAPS", "METERED_EVENTS", "Quotas", "TenantCaps", "capped_budget"]
+__all__ = ["BUDGET_CAPS", "BUDGET_LIMIT", "METERED_EVENTS", "Quotas", "TenantCaps", "capped_budget"]
 
 HOUR_S = 3600.0
 DAY_S = 86400.0
