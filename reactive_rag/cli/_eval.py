@@ -177,6 +177,7 @@ class _progress:
         if self._bar is not None:
             self._bar.update(self._task, advance=1, description=f"eval {scored.mode}",
                              last=f"{scored.outcome} {scored.seconds:.1f}s")
+            self._bar.refresh()  # each run's line is shown, not only the 10 Hz samples
 
 
 def _report(path: Path, qa: QAFile, figures: Sequence[ModeFigures],
