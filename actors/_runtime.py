@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any, Self
 from weakref import getweakrefcount
 
-from reactivex import Observable, abc
+from reactivex import abc
 
 from streams import (
     BudgetExhausted,
@@ -37,15 +37,13 @@ from streams import (
     RunStream,
     RunUsage,
     TaskLink,
-    operators,
 )
 
 from ._actor import Actor, ActorContext
+from ._edges import Edge, EdgeOperator
 from ._exceptions import ActorStartError, MailboxFull
 
 __all__ = ["ActorRun", "ActorStats", "EdgeOperator"]
-
-EdgeOperator = Callable[[Observable[Event]], Observable[Event]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +119,9 @@ class ActorRun:
     Args:
         stream: the run's stream (or a run id to create one).
         actors: one instance per actor for this run (actors keep per-run state).
-        edges: user operators inserted on the edge into an actor, by actor name.
+        edges: user operators inserted on the edge into an actor, by actor name;
+            one that raises answers the message it carried with the actor's
+            failure event and is detached (:class:`~actors._edges.Edge`).
         deadline_s: wall-clock budget; at the deadline ``budget.exhausted``
             (``wall_clock``) is published, and if nothing ends the run within
             ``grace_s`` after it, the run ends as ``failed``.
@@ -434,16 +434,14 @@ class ActorRun:
             if len(box.workers) < actor.concurrency:
                 self._start_worker(box)
 
-        def edge_failed(exc: Exception) -> None:
-            self.stream.report_detached(
-                f"edge:{actor.name}", f"edge operator raised {type(exc).__name__}: {exc}")
+        def edge_failed(msg: Event, exc: Exception) -> None:  # as if its handler raised
+            box.failed += 1
+            self._answer_failure(box, msg, exc)
 
         edge_ops = self._edges.get(actor.name, ())
         if edge_ops:
-            source = self.stream.events.pipe(operators.of_type(*actor.handles))
-            for op in edge_ops:
-                source = op(source)
-            box.subscription = source.subscribe(deliver, edge_failed)
+            box.subscription = Edge(self.stream, actor.name, actor.handles, edge_ops, deliver,
+                                    edge_failed)
         else:  # no user operators on this edge: the stream's type-indexed fast path
             box.subscription = self.stream.tap(actor.handles, deliver,
                                                name=f"mailbox:{actor.name}")

@@ -69,6 +69,7 @@ from reactive_rag.server import (
     EventFeed,
     RunRequest,
     Tenant,
+    cancel_anywhere,
     resolve_collections,
 )
 from reactive_rag.store import RunNotResumable
@@ -302,7 +303,8 @@ class RunTaskHandler(RequestHandler):
         if fold.terminal:
             raise TaskNotCancelableError(
                 message=f"the task is over ({TaskState.Name(fold.state)})")
-        if not caller.app[MANAGER_KEY].cancel(fold.task_id):
+        answer = await cancel_anywhere(caller.app[MANAGER_KEY], fold.task_id, caller.tenant.name)
+        if not answer.accepted:  # (recorded for the replica running it: it cancels there)
             fold = await self._fold(caller, fold.task_id)  # it may have ended meanwhile
             why = (f"the task is over ({TaskState.Name(fold.state)})" if fold.terminal else
                    "the task is not running on this server"

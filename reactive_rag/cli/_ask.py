@@ -86,6 +86,7 @@ from ._index_progress import (
     progress_mode,
     stopped_line,
 )
+from ._safe_text import SafeConsole, safe_json
 from ._store import add_store_options, keep_result, warn_unstored
 
 __all__ = ["DEMO_QUESTION", "RunSetup", "add_ask_commands", "add_run_setup_options",
@@ -193,7 +194,7 @@ EXIT_INTERRUPTED = 130
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
-    console = Console(highlight=False, stderr=args.json)
+    console = SafeConsole(highlight=False, stderr=args.json)
     if args.json and not args.verbose:
         args.quiet = True  # --json: the one JSON object, nothing else unless asked
     ctrl_c = _CtrlC()
@@ -214,7 +215,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         warn_unstored(problem)
     if ctrl_c.cancelled(result):
         if args.json:
-            print(json.dumps(result_json(result, prices), ensure_ascii=False))
+            print(safe_json(json.dumps(result_json(result, prices), ensure_ascii=False)))
         kept = (f"run {result.run_id} kept; see reactive-rag replay {result.run_id}"
                 if args.keep and problem is None else f"run {result.run_id} not kept")
         print(f"cancelled ({kept})", file=sys.stderr, flush=True)
@@ -287,7 +288,7 @@ def report_result(result: RunResult, console: Console, *, as_json: bool,
                   prices: PriceTable | None = None) -> int:
     """Print a finished run (rendered, or one JSON object); its exit status."""
     if as_json:
-        print(json.dumps(result_json(result, prices), ensure_ascii=False))
+        print(safe_json(json.dumps(result_json(result, prices), ensure_ascii=False)))
     else:
         render_result(result, console, prices)
     return 0 if result.answered or result.outcome in ("partial", "no_evidence",
@@ -542,7 +543,7 @@ def _replayed(args: argparse.Namespace, budget: dict[str, Any]) -> RunSetup:
 
 
 def _tell_cassette(cassette: Cassette) -> None:
-    err = Console(stderr=True, highlight=False)
+    err = SafeConsole(stderr=True, highlight=False)
     if cassette.mode == "record":
         err.print(f"[dim]recorded {len(cassette.interactions)} interactions to "
                   f"{cassette.path}[/dim]")

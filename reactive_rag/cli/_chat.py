@@ -41,6 +41,7 @@ from ._ask import (
     render_result,
 )
 from ._console import EventPrinter
+from ._safe_text import SafeConsole
 from ._store import add_store_options, keep_result, warn_unstored
 
 __all__ = ["COMMANDS", "add_chat_commands"]
@@ -70,7 +71,7 @@ def add_chat_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     try:
         budget = parse_budget(args.budget)
         asyncio.run(_chat(args, console, budget))

@@ -46,6 +46,8 @@ from streams import (
     VerifyFailed,
 )
 
+from ._safe_text import SafeConsole, visible
+
 __all__ = ["EventPrinter", "conflict_sides", "summarize"]
 
 _STYLE = {
@@ -175,7 +177,7 @@ class EventPrinter:
     """Prints each event as ``seq  time  actor  type  summary`` (an async sink)."""
 
     def __init__(self, console: Console | None = None, *, show_progress: bool = False) -> None:
-        self.console = console or Console(highlight=False)
+        self.console = console or SafeConsole(highlight=False)
         self.show_progress = show_progress
         self._t0: float | None = None
 
@@ -191,7 +193,7 @@ class EventPrinter:
         line = Text()
         line.append(f"{event.seq:>4} ", style="dim")
         line.append(f"{event.ts - self._t0:7.3f}s ", style="dim")
-        line.append(f"{(event.actor or '-')[:10]:<10} ", style="italic")
+        line.append(f"{visible(event.actor or '-')[:10]:<10} ", style="italic")
         line.append(f"{event.type:<22}", style=style)
-        line.append(summarize(event))
+        line.append(visible(summarize(event)))  # visible before the line is cut to width
         self.console.print(line, overflow="ellipsis", no_wrap=True)

@@ -49,6 +49,7 @@ from ._ask import (
     live_setup,
     parse_budget,
 )
+from ._safe_text import SafeConsole, safe_json
 from ._store import add_store_options, keep_result, warn_unstored
 
 __all__ = ["add_eval_commands"]
@@ -85,7 +86,7 @@ def add_eval_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)
     try:
         if args.limit < 0:
             raise RunConfigError(f"--limit must be 0 (all) or more, got {args.limit}")
@@ -106,8 +107,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
                                      if len(unstored) > 1 else ""))
     figures = [mode_figures(mode, results) for mode in MODES[args.mode]]
     if args.json:
-        print(json.dumps(_report(args.qa_file, qa, figures, results, prices),
-                         ensure_ascii=False))
+        print(safe_json(json.dumps(_report(args.qa_file, qa, figures, results, prices),
+                                   ensure_ascii=False)))
         return 0
     if qa.skipped:
         err.print(f"note: skipped {len(qa.skipped)} question(s) with no text: "
@@ -212,7 +213,7 @@ def _print_table(path: Path, fmt: QAFormat, figures: Sequence[ModeFigures],
     ]
     for name, value in rows:
         table.add_row(name, *(value(f) for f in figures))
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     console.print(table)
     if kept:
         console.print("[dim]every run is kept: `reactive-rag runs` lists them, "

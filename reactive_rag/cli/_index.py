@@ -188,8 +188,9 @@ def _cmd_search(args: argparse.Namespace) -> int:
             for i, r in enumerate(results)
         ]))
         return 0
-    from rich.console import Console
     from rich.table import Table
+
+    from ._safe_text import SafeConsole
 
     table = Table(title=f"{args.query!r} in {args.collection} ({elapsed * 1000:.0f} ms)",
                   show_lines=True)
@@ -201,7 +202,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
         text = " ".join(r.chunk.text.split())
         table.add_row(str(i + 1), f"{r.score:.3f}", f"{r.chunk.id}\n{chunk_url(r.chunk)}",
                       text[:240] + ("…" if len(text) > 240 else ""))
-    Console().print(table)
+    SafeConsole().print(table)  # page text may carry escape sequences
     if not results:
         print("no results")
     return 0

@@ -37,6 +37,7 @@ from streams import AsyncSubscriber, Event, OverflowPolicy
 
 from ._ask import report_result
 from ._console import EventPrinter
+from ._safe_text import SafeConsole
 
 __all__ = ["add_resume_commands"]
 
@@ -70,7 +71,7 @@ def add_resume_commands(subparsers: argparse._SubParsersAction[argparse.Argument
 
 
 def _cmd_resume(args: argparse.Namespace) -> int:
-    console = Console(highlight=False, stderr=args.json)
+    console = SafeConsole(highlight=False, stderr=args.json)
     if args.json and not args.verbose:
         args.quiet = True
     try:

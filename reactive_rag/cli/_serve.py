@@ -24,6 +24,7 @@ from streams import Event, RunFinished, encode_json
 
 from ._ask import render_result
 from ._console import EventPrinter
+from ._safe_text import SafeConsole, safe_json
 from ._timeline import build_timeline, render_timeline, terminal_width
 
 if TYPE_CHECKING:
@@ -84,7 +85,8 @@ def serve(config: ServerConfig | None = None) -> None:
     The faces are ``/mcp`` (with the ``mcp`` extra) and the A2A agent (with the
     ``a2a`` extra). The library's way to run what ``reactive-rag serve`` runs;
     ``config`` defaults to one open ``default`` tenant on 127.0.0.1:8080. Raises
-    :class:`~reactive_rag.server.ConfigError` or :class:`~reactive_rag.server.BindError`.
+    :class:`~reactive_rag.server.ConfigError`, :class:`~reactive_rag.server.BindError` or
+    :class:`~reactive_rag.server.StartError` (the run store cannot be opened).
     """
     from reactive_rag.server import serve as serve_app
 
@@ -92,12 +94,12 @@ def serve(config: ServerConfig | None = None) -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from reactive_rag.server import BindError, ConfigError
+    from reactive_rag.server import BindError, ConfigError, StartError
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     try:
         serve(_config(args, host=args.host, port=args.port, owner=args.owner))
-    except (ConfigError, BindError) as exc:
+    except (ConfigError, BindError, StartError) as exc:  # StartError: a store that won't open
         # escaped: messages name TOML tables ("[search]"), which are not markup
         Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(exc))}")
         return 2
@@ -201,7 +203,7 @@ def _cmd_runs(args: argparse.Namespace) -> int:
             created = datetime.fromtimestamp(r.created_at, UTC).strftime("%Y-%m-%d %H:%M:%S")
             table.add_row(r.run_id, created, r.status, r.outcome or "", str(r.last_seq),
                           r.question[:60])
-        Console().print(table)
+        SafeConsole().print(table)
         return 0
 
     return asyncio.run(go())
@@ -273,19 +275,20 @@ def _replay_file(args: argparse.Namespace) -> int:
 async def _replay_events(args: argparse.Namespace, events: AsyncIterator[Event]) -> int:
     """Show a run's events as they come (JSON lines, the live view or a timeline), then
     its result: what ``replay`` prints, from the store or from an export."""
-    console = Console(highlight=False)
+    console = SafeConsole(highlight=False)
     printer = EventPrinter(console, show_progress=args.progress)
     seen: list[Event] = []
     async for event in events:
         seen.append(event)
         if args.json:
-            print(encode_json(event))
+            print(safe_json(encode_json(event)))
         elif not args.timeline:
             printer.print(event)
     if args.json:
         return 0  # the JSON lines alone (their last one shows whether the run ended)
     if args.timeline:
-        render_timeline(build_timeline(seen), Console(highlight=False, width=terminal_width()))
+        render_timeline(build_timeline(seen),
+                        SafeConsole(highlight=False, width=terminal_width()))
         return 0
     if not seen or not isinstance(seen[-1], RunFinished):
         console.print("[dim]the run has no run.finished event yet (still running?)[/dim]")

@@ -22,6 +22,7 @@ from reactive_rag.index import CorpusIndex
 from reactive_rag.store import BackgroundTask, RunStore
 from reactive_rag.tasks import DocumentNotFound, TaskManager, TaskProgress
 
+from ._safe_text import SafeConsole, safe_json, visible
 from ._store import STORE_TENANT
 
 __all__ = ["add_summarize_commands", "find_collection"]
@@ -56,7 +57,7 @@ def find_collection(index: CorpusIndex, doc_id: str) -> list[str]:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    err = Console(stderr=True, soft_wrap=True)
+    err = SafeConsole(stderr=True, soft_wrap=True)
     if args.sentences < 1:
         err.print("[red]error:[/red] --sentences must be at least 1")
         return EXIT_NOT_FOUND
@@ -117,7 +118,7 @@ def _print(task: BackgroundTask, *, as_json: bool, err: Console) -> None:
     from reactive_rag.server import task_view
 
     if as_json:
-        print(json.dumps(task_view(task), ensure_ascii=False))
+        print(safe_json(json.dumps(task_view(task), ensure_ascii=False)))
         return
     if task.status.value != "done" or not isinstance(task.result, dict):
         err.print(f"[red]task {task.task_id} {task.status.value}[/red] {escape(task.error or '')}")
@@ -125,5 +126,5 @@ def _print(task: BackgroundTask, *, as_json: bool, err: Console) -> None:
     sentences = task.result.get("sentences")
     for sentence in sentences if isinstance(sentences, list) else []:
         if isinstance(sentence, dict):
-            print(f"- {sentence.get('text', '')} [{sentence.get('chunk_id', '')}]")
+            print(visible(f"- {sentence.get('text', '')} [{sentence.get('chunk_id', '')}]"))
     err.print(f"[dim]task {task.task_id} done ({task.result.get('chunks')} chunks)[/dim]")

@@ -227,7 +227,11 @@ class RemoteClient:
         cancelled = answer.get("cancelled") if isinstance(answer, dict) else None
         if not isinstance(cancelled, bool):
             raise ProtocolError("the cancel answer has no `cancelled`")
-        return cancelled
+        # `accepted`: also true when another replica runs it and will cancel it there
+        accepted = answer.get("accepted", cancelled) if isinstance(answer, dict) else None
+        if not isinstance(accepted, bool):
+            raise ProtocolError("the cancel answer's `accepted` is not a boolean")
+        return accepted
 
     # --- HTTP -------------------------------------------------------------------------------
 

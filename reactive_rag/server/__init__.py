@@ -16,6 +16,8 @@ from ._app import (
 )
 from ._auth import Authenticator, Tenant, hash_token
 from ._bind import BindError, bind_listener
+from ._cancel_across import CancelAnswer, cancel_anywhere
+from ._cancel_config import CancelConfig
 from ._caps import BUDGET_CAPS, BUDGET_LIMIT, TenantCaps
 from ._collection_config import CollectionWritesConfig
 from ._collection_writes import COLLECTION_WRITER, DocumentIn, json_documents
@@ -41,6 +43,7 @@ from ._runs import ActiveRun, RunManager
 from ._serve import serve
 from ._sessions import SESSIONS_KEY, SessionManager, SessionRequest
 from ._sse import KEEP_ALIVE, ClientGone, SseWriter
+from ._start_errors import StartError
 from ._tasks import TASK_MANAGER, task_view
 
 __all__ = [
@@ -62,6 +65,8 @@ __all__ = [
     "ActiveRun",
     "Authenticator",
     "BindError",
+    "CancelAnswer",
+    "CancelConfig",
     "ClientGone",
     "CollectionWriter",
     "CollectionWritesConfig",
@@ -84,10 +89,12 @@ __all__ = [
     "SessionManager",
     "SessionRequest",
     "SseWriter",
+    "StartError",
     "Tenant",
     "TenantCaps",
     "TenantConfig",
     "bind_listener",
+    "cancel_anywhere",
     "create_app",
     "default_store_path",
     "hash_token",

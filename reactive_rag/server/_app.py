@@ -49,6 +49,7 @@ from streams import Event, RunFinished, RunStarted
 from ._agui import agui_openapi_paths, agui_routes
 from ._asyncapi import asyncapi_openapi_paths, asyncapi_routes
 from ._auth import Authenticator
+from ._cancel_across import CancelRelay, cancel_anywhere, ws_cancel
 from ._collection_writes import mount_collection_writes
 from ._collections import collection_openapi_paths, collection_routes
 from ._config import ServerConfig
@@ -80,6 +81,7 @@ from ._retention import RetentionSweeper, retention_openapi_paths, retention_rou
 from ._runs import RunManager
 from ._sessions import SESSIONS_KEY, SessionManager, session_routes
 from ._sse import serve_sse
+from ._start_errors import opening_store
 from ._tasks import mount_tasks, task_openapi_paths
 from ._tracing import close_traces, configure_traces, open_traces
 from ._usage_routes import usage_metrics, usage_openapi_paths, usage_routes
@@ -209,8 +211,9 @@ async def cancel_run(request: web.Request) -> web.Response:
     tenant = request_tenant(request)
     run_id = run_id_param(request)
     await request.app[STORE_KEY].get_run(run_id, tenant.name)  # 404 for others' runs
-    cancelled = request.app[MANAGER_KEY].cancel(run_id)
-    return web.json_response({"run_id": run_id, "cancelled": cancelled}, status=202)
+    answer = await cancel_anywhere(request.app[MANAGER_KEY], run_id, tenant.name)
+    return web.json_response({"run_id": run_id, "cancelled": answer.cancelled,
+                              "accepted": answer.accepted}, status=202)
 
 
 @routes.post("/v1/runs/{run_id}/resume")
@@ -249,7 +252,7 @@ async def run_ws(request: web.Request) -> web.StreamResponse:
         sockets.add(ws)
         try:
             await serve_ws(request, ws, feed, write_timeout_s=config.write_timeout_s,
-                           cancel=lambda: request.app[MANAGER_KEY].cancel(run_id))
+                           cancel=ws_cancel(request, run_id))
         finally:
             sockets.discard(ws)
     return ws
@@ -405,11 +408,13 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: ServerStore |
                research: Mapping[str, Research],
                replica_engine: EngineFactory | None = None) -> Any:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        run_store = store if store is not None else make_store(
-            config.store_target(), owner=config.owner, lease_ttl_s=config.lease_ttl_s)
+        with opening_store(config.store_label()):  # a full disk etc.: one line (StartError)
+            run_store = store if store is not None else make_store(
+                config.store_target(), owner=config.owner, lease_ttl_s=config.lease_ttl_s)
         dispatcher = None if config.replicas is None else ReplicaDispatcher.for_config(
             config, run_store, replica_engine)  # (refused before the store opens)
-        interrupted = await run_store.open()
+        with opening_store(config.store_label()):
+            interrupted = await run_store.open()
         app[INTERRUPTED_KEY] = list(interrupted)
         if interrupted:
             log.warning("marked %d run(s) left unfinished by a crash as interrupted",
@@ -437,6 +442,7 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: ServerStore |
         app[ENGINE_KEY] = run_engine
         app[MANAGER_KEY] = manager
         sessions = app[SESSIONS_KEY] = SessionManager.for_config(run_store, manager, config).start()
+        relay = CancelRelay(manager, poll_s=config.cancels.poll_s).start()
         retention = RetentionSweeper(run_store, config.retention,
                                      config.effective_tenants).start()
         if config.resume_interrupted and interrupted:
@@ -466,6 +472,7 @@ def _lifecycle(config: ServerConfig, engine: Engine | None, store: ServerStore |
                 stop_building.set()  # at its next batch; what it embedded stays cached
                 with contextlib.suppress(Exception):
                     await building
+            await relay.aclose()
             await manager.aclose()  # every tenant's runs, whichever engine runs them
             await sessions.aclose()  # their turns saved before the store closes
             await retention.aclose()

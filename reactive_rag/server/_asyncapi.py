@@ -145,7 +145,9 @@ _CONTROL: dict[str, tuple[str, str, dict[str, Any]]] = {
     "cancel.result": ("CancelResult", "WebSocket only: the answer to a client's cancel",
                       _object({"type": {"const": "cancel.result"}, "cancelled": {
                           "type": "boolean",
-                          "description": "false: the run had already ended"}})),
+                          "description": "true: cancelled here, or recorded for the replica "
+                                         "running the run (it cancels within 1 s); false: the "
+                                         "run had already ended"}})),
     "error": ("WsError", "WebSocket only: the answer to any client message but a cancel",
               _object({"type": {"const": "error"}, "code": {"const": "invalid_message"},
                        "detail": {"type": "string"}})),

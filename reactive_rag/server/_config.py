@@ -11,6 +11,7 @@ Loaded from a TOML file and overridden by environment variables::
     session_ttl_s = 3600.0                     # a conversation lives this long after its last use
     session_max_ttl_s = 86400.0                # the most a POST /v1/sessions may ask for
     retention = { days = 30, tenants = { acme = 7 } }  # ended runs kept N days (RetentionConfig)
+    cancels = { poll_s = 0.25 }                # look for other replicas' cancels (CancelConfig)
 
     [tenants.acme]
     token_sha256 = ["<sha256 hex of the bearer token>"]
@@ -80,6 +81,7 @@ from actors.providers import TenantSearchConfig
 from reactive_rag.engine import ChatConfig, EntailmentConfig, UsageConfig, read_toml
 from reactive_rag.observability import ObservabilityConfig
 
+from ._cancel_config import CancelConfig
 from ._caps import TenantCaps
 from ._collection_config import CollectionWritesConfig
 from ._exceptions import ConfigError
@@ -231,6 +233,8 @@ class ServerConfig(BaseModel):
         retention: ``[retention]``: how many days each tenant's ended runs are
             kept before a sweeper deletes them (:class:`RetentionConfig`); by
             default they are kept until ``DELETE /v1/runs/{id}``.
+        cancels: ``[cancels]``: how often this server looks for the cancels other
+            replicas recorded for its runs (:class:`CancelConfig`).
     """
 
     model_config = _STRICT
@@ -259,6 +263,7 @@ class ServerConfig(BaseModel):
     observability: ObservabilityConfig | None = None
     usage: UsageConfig = Field(default_factory=UsageConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    cancels: CancelConfig = Field(default_factory=CancelConfig)
 
     @model_validator(mode="after")
     def _replicas_usable(self) -> ServerConfig:

@@ -211,9 +211,16 @@ def _base_document() -> dict[str, Any]:
                                          "items": {"$ref": "#/components/schemas/RunSummary"}},
                                 "next_cursor": {"anyOf": [{"type": "string", "pattern": cursor},
                                                           {"type": "null"}]}}},
-                "CancelResult": {"type": "object", "required": ["run_id", "cancelled"],
-                                 "properties": {"run_id": {"type": "string"},
-                                                "cancelled": {"type": "boolean"}}},
+                "CancelResult": {
+                    "type": "object", "required": ["run_id", "cancelled", "accepted"],
+                    "properties": {
+                        "run_id": {"type": "string"},
+                        "cancelled": {"type": "boolean",
+                                      "description": "this server cancelled the run now"},
+                        "accepted": {"type": "boolean", "description": (
+                            "the cancel will be acted on: done here, or recorded for the "
+                            "replica running the run (which cancels it within 1 s); false: "
+                            "the run had already ended")}}},
                 "Status": {"type": "object", "required": ["status"],
                            "properties": {"status": {"type": "string"}}},
                 **_session_schemas(),

@@ -3,7 +3,8 @@
 The server sends each event as one JSON text message (the same JSON as SSE
 ``data``), resumable with ``?after=N``; after ``run.finished`` it closes with
 1000. A client may send ``{"cancel": true}`` to cancel the run and gets
-``{"type": "cancel.result", "cancelled": bool}``. A client that cannot keep up
+``{"type": "cancel.result", "cancelled": bool}`` (true: cancelled, or recorded for the
+replica running the run; false: it had already ended). A client that cannot keep up
 gets ``{"type": "stream.detached", "reason": ...}`` and a 1013 close.
 """
 
@@ -13,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
@@ -48,7 +49,7 @@ def check_handshake(request: web.Request, ws: web.WebSocketResponse) -> None:
 
 
 async def serve_ws(request: web.Request, ws: web.WebSocketResponse, feed: EventFeed, *,
-                   cancel: Callable[[], bool], write_timeout_s: float) -> None:
+                   cancel: Callable[[], Awaitable[bool]], write_timeout_s: float) -> None:
     """Send ``feed`` on ``ws`` while reading client messages; never cancels on disconnect."""
 
     async def send_events() -> None:
@@ -75,7 +76,8 @@ async def serve_ws(request: web.Request, ws: web.WebSocketResponse, feed: EventF
             except (ValueError, RecursionError):  # a deeply nested frame is just a bad message
                 data = None
             if isinstance(data, dict) and data.get("cancel") is True:
-                await ws.send_str(json.dumps({"type": "cancel.result", "cancelled": cancel()}))
+                done = await cancel()
+                await ws.send_str(json.dumps({"type": "cancel.result", "cancelled": done}))
             else:
                 await ws.send_str(json.dumps({"type": "error", "code": "invalid_message",
                                               "detail": 'send {"cancel": true} or nothing'}))

@@ -18,6 +18,7 @@ needed by those who use them.
 from typing import TYPE_CHECKING, Any
 
 from ._base import StoreBase, session_id_ok
+from ._cancel_requests import CancelRequest, CancelRequests
 from ._exceptions import (
     AmbiguousRunId,
     InvalidCursor,
@@ -64,6 +65,8 @@ if TYPE_CHECKING:
 __all__ = [
     "AmbiguousRunId",
     "BackgroundTask",
+    "CancelRequest",
+    "CancelRequests",
     "InvalidCursor",
     "LeaseKeeper",
     "PostgresRunStore",

@@ -18,6 +18,8 @@ from pydantic import JsonValue
 
 from streams import Event, Outcome
 
+from ._cancel_requests import CancelRequests
+
 __all__ = [
     "AppendsNow",
     "BackgroundTask",
@@ -183,7 +185,7 @@ class AppendsNow(Protocol):
         disk flush, another thread); ``None`` (nothing written) otherwise."""
 
 
-class RunStore(TaskStore, Protocol):
+class RunStore(TaskStore, CancelRequests, Protocol):
     """Durable runs and their event logs.
 
     Every method raises :class:`~reactive_rag.store.StoreClosed` before

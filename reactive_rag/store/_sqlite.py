@@ -41,6 +41,7 @@ from ._base import (
     session_data_text,
     session_id_ok,
 )
+from ._cancels_sqlite import CANCELS_SCHEMA, SqliteCancelTable
 from ._delete_sqlite import SqliteRunDeleter
 from ._exceptions import (
     RunAlreadyFinished,
@@ -122,7 +123,7 @@ CREATE TABLE IF NOT EXISTS sessions (
     expires_us INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_by_expiry ON sessions (expires_us);
-"""
+""" + CANCELS_SCHEMA
 
 def _no_sessions_table(exc: sqlite3.OperationalError) -> bool:
     """A file older than schema 3, opened read-only (never upgraded): it has no sessions."""
@@ -184,7 +185,7 @@ class _Connection:
             self._executor.shutdown(wait=True)
 
 
-class SqliteRunStore(SqliteTaskTable, SqliteRunDeleter, StoreBase):
+class SqliteRunStore(SqliteTaskTable, SqliteRunDeleter, SqliteCancelTable, StoreBase):
     """Runs and events in one SQLite file (WAL); the default store.
 
     Args:

@@ -68,6 +68,7 @@ from .._sql_rows import (
     run_from_row,
     session_from_row,
 )
+from ._cancels_postgres import PostgresCancelTable, cancels_schema
 from ._delete_postgres import PostgresRunDeleter
 from ._postgres_common import parse_postgres_url, redact_url, translated
 from ._postgres_listen import Listener
@@ -78,7 +79,7 @@ __all__ = ["PostgresRunStore"]
 _T = TypeVar("_T")
 Conn = AsyncConnection[Any]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the cancel_requests table
 
 log = logging.getLogger("reactive_rag.store")
 
@@ -129,7 +130,7 @@ CREATE TABLE IF NOT EXISTS {s}.sessions (
     expires_us bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS sessions_by_expiry ON {s}.sessions (expires_us);
-""" + tasks_schema(schema)
+""" + tasks_schema(schema) + cancels_schema(schema)
 
 
 def _lock_key(schema: str) -> int:
@@ -138,7 +139,7 @@ def _lock_key(schema: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-class PostgresRunStore(PostgresTaskTable, PostgresRunDeleter, StoreBase):
+class PostgresRunStore(PostgresTaskTable, PostgresRunDeleter, PostgresCancelTable, StoreBase):
     """Runs and events in PostgreSQL tables; several servers may share one database.
 
     Args:

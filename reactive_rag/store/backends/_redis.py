@@ -18,6 +18,8 @@ Keys (under ``prefix``)::
     ev:<id>           stream: one entry per event, id 0-<seq>, one field d (msgpack)
     tenant:<tenant>   sorted set (lexicographic): one page cursor per run
     running:<owner>   set: ids of that owner's running runs
+    cancels:<owner>   hash: run id -> reason, cancels recorded for that owner (see
+                      ``_cancels_redis``)
     owners            set: owners that created or reopened runs (swept for expired
                       leases; an owner leaves it once its lease lapsed and it has
                       no running run left)
@@ -83,6 +85,7 @@ from .._protocol import (
     SessionRecord,
 )
 from .._sql_rows import INTERRUPTED_REASON
+from ._cancels_redis import RedisCancelTable
 from ._delete_redis import RedisRunDeleter
 from ._redis_common import text_field, translated
 from ._tasks_redis import RedisTaskTable
@@ -265,7 +268,7 @@ def _glob_escape(text: str) -> str:
     return re.sub(r"([*?\[\]\\])", r"\\\1", text)
 
 
-class RedisRunStore(RedisTaskTable, RedisRunDeleter, StoreBase):
+class RedisRunStore(RedisTaskTable, RedisRunDeleter, RedisCancelTable, StoreBase):
     """Runs and events in Redis (hashes, streams, sorted sets).
 
     Args:
@@ -329,6 +332,7 @@ class RedisRunStore(RedisTaskTable, RedisRunDeleter, StoreBase):
         self._finish = client.register_script(_FINISH)
         self._register_task_scripts(client)
         self._register_delete_scripts(client)
+        self._register_cancel_scripts(client)
         self._interrupt = client.register_script(_INTERRUPT)
         self._reopen = client.register_script(_REOPEN)
         self._forget_owner = client.register_script(_FORGET_OWNER)
