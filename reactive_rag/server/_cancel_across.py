@@ -21,6 +21,7 @@ from aiohttp import web
 
 from reactive_rag.store import StoreError
 
+from ._periodic import repeat
 from ._requests import MANAGER_KEY, request_tenant
 from ._runs import RunManager
 
@@ -96,7 +97,10 @@ class CancelRelay:
         """Start looking in the background."""
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
-                self._loop(), name="cancel-relay")
+                repeat(self.tick, interval_s=self.poll_s, what="looking for recorded cancels",
+                       store_error_level=logging.DEBUG,
+                       idle=lambda: not self.manager.active and self.manager.remote is None),
+                name="cancel-relay")
         return self
 
     async def aclose(self) -> None:
@@ -106,18 +110,6 @@ class CancelRelay:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.poll_s)
-            if not self.manager.active and self.manager.remote is None:
-                continue  # nothing going on here: nothing to cancel
-            try:
-                await self.tick()
-            except StoreError as exc:
-                log.debug("looking for recorded cancels failed: %s", exc)
-            except Exception:  # never let one bad look end the relay
-                log.exception("cancel relay: unexpected error")
 
     async def tick(self) -> list[str]:
         """Take this owner's recorded cancels once and act on them; the ids cancelled here."""

@@ -99,8 +99,7 @@ class TenantCaps(BaseModel):
 
     def cap_of(self, name: str) -> float:
         """The cap on budget field ``name`` (one of :data:`BUDGET_CAPS`)."""
-        value: float = getattr(self, name)
-        return value
+        return float(self.model_dump(include={name})[name])
 
 
 def _number(value: float) -> str:

@@ -26,6 +26,7 @@ from aiohttp import web
 from reactive_rag.store import RunStillRunning, RunStore, StoreError
 from streams import Event, encode_json
 
+from ._periodic import repeat
 from ._problems import make_problem
 from ._requests import MANAGER_KEY, STORE_KEY, request_tenant, run_id_param
 from ._retention_config import DAY_S, RetentionConfig
@@ -133,7 +134,9 @@ class RetentionSweeper:
         """Start sweeping in the background (nothing to do without a period); returns self."""
         if self._task is None and self.periods:
             self._task = asyncio.get_running_loop().create_task(
-                self._sweep_forever(), name="retention-sweeper")
+                repeat(self._counted_sweep, interval_s=self.config.sweep_interval_s,
+                       what="retention sweep", first_now=True),
+                name="retention-sweeper")
         return self
 
     async def sweep(self) -> list[str]:
@@ -159,17 +162,11 @@ class RetentionSweeper:
                          count, tenant, period_s / DAY_S)
         return deleted
 
-    async def _sweep_forever(self) -> None:
-        while True:
-            try:
-                await self.sweep()
-            except StoreError as exc:
-                log.warning("retention sweep failed (retried in %.0f s): %s: %s",
-                            self.config.sweep_interval_s, type(exc).__name__, exc)
-            except Exception:
-                log.exception("retention sweep failed")
+    async def _counted_sweep(self) -> None:
+        try:
+            await self.sweep()
+        finally:
             self.sweeps += 1
-            await asyncio.sleep(self.config.sweep_interval_s)
 
     async def aclose(self) -> None:
         """Stop sweeping (a sweep in progress stops at its next store call)."""

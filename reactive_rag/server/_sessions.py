@@ -35,6 +35,7 @@ from streams import Event
 from ._auth import Tenant
 from ._config import SESSION_TTL_CAP_S, ServerConfig
 from ._models import RunRequest
+from ._periodic import repeat
 from ._problems import make_problem, session_not_found
 from ._requests import (
     CONFIG_KEY,
@@ -102,7 +103,8 @@ class SessionManager:
         """Start the periodic sweep; returns ``self``."""
         if self._sweeper is None:
             self._sweeper = asyncio.get_running_loop().create_task(
-                self._sweep_forever(), name="session-sweeper")
+                repeat(self.sweep, interval_s=self._interval, what="session sweep"),
+                name="session-sweeper")
         return self
 
     def busy(self, session_id: str) -> bool:
@@ -227,16 +229,6 @@ class SessionManager:
         if swept:
             log.info("swept %d expired session(s)", len(swept))
         return swept
-
-    async def _sweep_forever(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.sweep()
-            except StoreError as exc:
-                log.warning("session sweep failed: %s: %s", type(exc).__name__, exc)
-            except Exception:
-                log.exception("session sweep failed")
 
     async def aclose(self, timeout_s: float = 10.0) -> None:
         """Stop sweeping; give the turns of ended runs ``timeout_s`` to be saved."""

@@ -77,7 +77,11 @@ def _fits(request: web.Request, data: bytes) -> bool:
 
 
 class ClientGone(Exception):
-    """The client left, or one write to it took longer than the server waits."""
+    """The client left, or (``stalled``) one write to it took longer than the server waits."""
+
+    def __init__(self, reason: str, *, stalled: bool = False) -> None:
+        super().__init__(reason)
+        self.stalled = stalled
 
 
 class SseWriter:
@@ -110,7 +114,7 @@ class SseWriter:
                     await self.response.write(data)
         except TimeoutError as exc:
             raise ClientGone(f"client too slow: one write took over "
-                             f"{self.write_timeout_s:g} s") from exc
+                             f"{self.write_timeout_s:g} s", stalled=True) from exc
         except (ConnectionError, RuntimeError) as exc:
             raise ClientGone("the client left") from exc
 
@@ -150,7 +154,7 @@ async def relay(feed: EventFeed, writer: SseWriter, frame: Callable[[Sequence[Ev
         try:
             await writer.send(data)
         except ClientGone as exc:
-            if isinstance(exc.__cause__, TimeoutError):
+            if exc.stalled:
                 feed.detach(str(exc))
                 return
             raise
